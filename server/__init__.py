@@ -1,0 +1,3 @@
+"""AMID server: processes and infrastructure."""
+
+__version__ = "0.1.0"

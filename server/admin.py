@@ -1,0 +1,72 @@
+"""Operations of the local CLI: tokens, status, read-only SQL.
+
+They run in the server process (through the admin routes, because the server owns the DuckDB
+file) or, when no server runs, directly on the file. Results are plain JSON-able dicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from server.context import Services
+from server.errors import InvalidInput
+from server.ledger import Ledger
+
+
+def _jsonable(value: Any) -> Any:
+    return value.isoformat() if hasattr(value, "isoformat") else value
+
+
+def status(ledger: Ledger, services: Services | None = None) -> dict[str, Any]:
+    activity = ledger.activity
+    return {
+        "task_id": activity.get_state("task_id"),
+        "stage": activity.get_state("stage"),
+        "started_at": activity.get_state("started_at"),
+        "contract_hash": activity.get_state("contract_hash"),
+        "agents": [
+            {k: _jsonable(v) for k, v in row.items()}
+            for row in ledger.db.fetchall("SELECT agent_id, role FROM agents ORDER BY agent_id")
+        ],
+        "attempts": ledger.counts_by_status("attempts"),
+        "lanes": ledger.counts_by_status("lanes"),
+        "jobs": ledger.counts_by_status("jobs"),
+        "events": int(ledger.db.scalar("SELECT count(*) FROM events") or 0),
+    }
+
+
+def sql(ledger: Ledger, query: str, limit: int = 1000) -> dict[str, Any]:
+    columns, rows = ledger.db.read_only_query(query, limit)
+    return {"columns": columns, "rows": [[_jsonable(v) for v in row] for row in rows]}
+
+
+def token_create(ledger: Ledger, name: str, role: str) -> dict[str, Any]:
+    token = ledger.identities.create_token(name, role)  # type: ignore[arg-type]
+    ledger.activity.log("token_created", agent_id=None, subject_type="agent", subject_id=name, payload={"role": role})
+    return {"agent_id": name, "role": role, "token": token}
+
+
+def token_list(ledger: Ledger) -> dict[str, Any]:
+    return {"tokens": [{k: _jsonable(v) for k, v in row.items()} for row in ledger.identities.list()]}
+
+
+def token_revoke(ledger: Ledger, name: str) -> dict[str, Any]:
+    revoked = ledger.identities.revoke(name)
+    ledger.activity.log("token_revoked", agent_id=None, subject_type="agent", subject_id=name)
+    return {"agent_id": name, "revoked": revoked}
+
+
+ACTIONS: dict[str, Callable[[Ledger, dict[str, Any]], dict[str, Any]]] = {
+    "status": lambda ledger, body: status(ledger),
+    "sql": lambda ledger, body: sql(ledger, str(body.get("query", "")), int(body.get("limit", 1000))),
+    "token_create": lambda ledger, body: token_create(ledger, str(body.get("name")), str(body.get("role"))),
+    "token_list": lambda ledger, body: token_list(ledger),
+    "token_revoke": lambda ledger, body: token_revoke(ledger, str(body.get("name"))),
+}
+
+
+def dispatch(services: Services, action: str, body: dict[str, Any]) -> dict[str, Any]:
+    if action not in ACTIONS:
+        raise InvalidInput(f"action: {action!r} is unknown; expected one of {sorted(ACTIONS)}", field="action")
+    return ACTIONS[action](services.ledger, body)

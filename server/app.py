@@ -1,0 +1,123 @@
+"""The composition root: builds the MCP server, registers every tool once, wires auth and routes."""
+
+from __future__ import annotations
+
+import hmac
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from mcp.server import MCPServer
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from server import __version__
+from server.context import Services
+from server.errors import AmidError
+from server.ledger import Identity, Ledger
+from server.protocol import INSTRUCTIONS
+from server.settings import Settings
+from server.toolkit import ToolSpec, register
+from server.workspace import Workspace
+from tools import get_task, supervision
+
+
+def tool_specs() -> list[ToolSpec]:
+    """Every tool of the server, in the order clients list them. Keep it fixed."""
+    return [get_task.TOOL, supervision.SNAPSHOT, supervision.HEARTBEAT]
+
+
+class LedgerTokenVerifier:
+    """Bearer tokens are checked against the ledger's hashed tokens on every request."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        identity = self.ledger.identities.verify(token)
+        if identity is None:
+            return None
+        return AccessToken(token=token, client_id=identity.agent_id, scopes=[identity.role])
+
+
+@dataclass
+class App:
+    mcp: MCPServer
+    services: Services
+
+
+def build_app(services: Services, *, local_identity: Identity | None = None, with_auth: bool = True) -> App:
+    settings = services.settings
+    auth = None
+    verifier = None
+    if with_auth:
+        # resource_server_url=None: no OAuth discovery, so clients keep their static Bearer header.
+        auth = AuthSettings(issuer_url=f"http://{settings.host}:{settings.port}", resource_server_url=None)
+        verifier = LedgerTokenVerifier(services.ledger)
+    mcp = MCPServer(
+        "amid",
+        title="AMID",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        token_verifier=verifier,
+        auth=auth,
+    )
+    for spec in tool_specs():
+        register(mcp, spec, services, local_identity)
+    _add_routes(mcp, services)
+    return App(mcp=mcp, services=services)
+
+
+def _admin_ok(request: Request, services: Services) -> bool:
+    secret_file = services.workspace.control_dir / "admin.secret"
+    given = request.headers.get("x-amid-admin", "")
+    return secret_file.is_file() and hmac.compare_digest(given, secret_file.read_text())
+
+
+def _add_routes(mcp: MCPServer, services: Services) -> None:
+    """Unauthenticated health route, and admin routes for the local CLI (guarded by a 0600 secret)."""
+
+    @mcp.custom_route("/healthz", methods=["GET"])
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"ok": True, "task_id": services.contract.id, "version": __version__})
+
+    @mcp.custom_route("/admin/{action}", methods=["POST"])
+    async def admin(request: Request) -> Response:
+        if not _admin_ok(request, services):
+            return JSONResponse({"error": "admin secret missing or wrong"}, status_code=403)
+        try:
+            body = json.loads(await request.body() or b"{}")
+            return JSONResponse(_admin_action(services, request.path_params["action"], body))
+        except AmidError as exc:
+            return JSONResponse({"error": f"{exc.code}: {exc.message}"}, status_code=400)
+
+
+def _admin_action(services: Services, action: str, body: dict[str, Any]) -> dict[str, Any]:
+    from server import admin
+
+    return admin.dispatch(services, action, body)
+
+
+def http_app(app: App) -> Starlette:
+    settings = app.services.settings
+    hosts = [f"{h}:*" for h in ("127.0.0.1", "localhost", "[::1]", *settings.allowed_hosts)]
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=hosts,
+        allowed_origins=[f"http://{h}" for h in hosts],
+    )
+    return app.mcp.streamable_http_app(
+        streamable_http_path=settings.path,
+        stateless_http=True,
+        transport_security=security,
+        host=settings.host,
+    )
+
+
+def open_services(settings: Settings) -> Services:
+    workspace = Workspace.open(settings.workspace)
+    return Services(settings=settings, workspace=workspace, ledger=Ledger(workspace.ledger_path))

@@ -1,0 +1,216 @@
+"""The `amid` command line. Heavy modules are imported inside each command so `amid --help` is fast."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from server.errors import AmidError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _friendly(command: F) -> F:
+    """Turn AmidError into a one-line message and exit status 2, never a traceback."""
+
+    @wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except AmidError as exc:
+            click.echo(f"amid: {exc.message}", err=True)
+            sys.exit(2)
+
+    return wrapper  # type: ignore[return-value]
+
+
+workspace_option = click.option(
+    "--workspace", "-w", type=click.Path(path_type=Path), envvar="AMID_WORKSPACE", required=True,
+    help="the run's workspace folder (or AMID_WORKSPACE)",
+)  # fmt: skip
+
+
+def _workspace(path: Path) -> Any:
+    from server.workspace import Workspace
+
+    return Workspace.open(path)
+
+
+@click.group()
+@click.version_option(package_name="amid")
+def main() -> None:
+    """AMID: an MCP tool server for auditable medical-imaging model development."""
+
+
+@main.command("make-demo-task")
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option("--seed", default=7, show_default=True, help="random seed of the generated data")
+@_friendly
+def make_demo_task(directory: Path, seed: int) -> None:
+    """Generate the embedded demo task (ReX-MLE layout) into DIRECTORY."""
+    from tools.task.demo_task import make_demo_task as make
+
+    click.echo(f"demo task written to {make(directory, seed=seed)}")
+
+
+@main.command()
+@click.argument("task", type=click.Path(path_type=Path, exists=True))
+@workspace_option
+@click.option("--link", is_flag=True, help="symlink the public data instead of copying it")
+@_friendly
+def init(task: Path, workspace: Path, link: bool) -> None:
+    """Create a workspace from TASK: a task.yaml, a ReX-MLE folder or an nnU-Net raw dataset."""
+    from server.workspace import check_target, init_workspace
+    from tools.task.importers import import_task
+
+    check_target(workspace.expanduser().resolve())
+    ws = init_workspace(import_task(task), workspace, link_data=link)
+    contract = ws.contract()
+    folds = ws.folds()
+    click.echo(f"workspace {ws.root}: task {contract.id} ({contract.task_type}, {contract.modality}), "
+               f"{len(folds.case_groups)} training cases in {folds.k} locked folds")  # fmt: skip
+
+
+@main.command()
+@workspace_option
+@click.option("--host", default=None, help="bind address [127.0.0.1] (AMID_HOST)")
+@click.option("--port", default=None, type=int, help="port [8765]; 0 picks a free one (AMID_PORT)")
+@click.option("--stdio", is_flag=True, help="serve one local agent over stdio instead of HTTP")
+@click.option("--agent", default=None, help="the agent name for --stdio")
+@_friendly
+def serve(workspace: Path, host: str | None, port: int | None, stdio: bool, agent: str | None) -> None:
+    """Serve the workspace to agents over Streamable HTTP (or --stdio for one local agent)."""
+    from server.serve import serve_http, serve_stdio
+    from server.settings import settings_from
+
+    settings = settings_from({"workspace": workspace, "host": host, "port": port})
+    if stdio:
+        if not agent:
+            raise click.UsageError("--stdio needs --agent NAME")
+        serve_stdio(settings, agent)
+        return
+    serve_http(settings, announce=lambda url: click.echo(f"amid: serving {settings.workspace} at {url}", err=True))
+
+
+@main.group()
+def token() -> None:
+    """Create, list and revoke bearer tokens (one per agent)."""
+
+
+@token.command("create")
+@click.argument("name")
+@click.option("--role", type=click.Choice(["agent", "supervisor", "human"]), default="agent", show_default=True)
+@workspace_option
+@_friendly
+def token_create(name: str, role: str, workspace: Path) -> None:
+    """Issue a token for agent NAME and print it once."""
+    from server.local_client import call
+
+    click.echo(call(_workspace(workspace), "token_create", {"name": name, "role": role})["token"])
+
+
+@token.command("list")
+@workspace_option
+@_friendly
+def token_list(workspace: Path) -> None:
+    """List tokens (hints only: tokens are stored hashed)."""
+    from server.local_client import call
+
+    for row in call(_workspace(workspace), "token_list", {})["tokens"]:
+        state = f"revoked {row['revoked_at']}" if row["revoked_at"] else "live"
+        click.echo(f"{row['agent_id']:<24} {row['role']:<10} {row['token_hint']:<12} {state}")
+
+
+@token.command("revoke")
+@click.argument("name")
+@workspace_option
+@_friendly
+def token_revoke(name: str, workspace: Path) -> None:
+    """Revoke every live token of agent NAME."""
+    from server.local_client import call
+
+    result = call(_workspace(workspace), "token_revoke", {"name": name})
+    click.echo(f"revoked {result['revoked']} token(s) of {name}")
+
+
+@main.command()
+@workspace_option
+@click.option("--json", "as_json", is_flag=True, help="print JSON")
+@_friendly
+def status(workspace: Path, as_json: bool) -> None:
+    """Stage, agents, attempts, lanes and jobs of the run."""
+    from server.local_client import call
+
+    result = call(_workspace(workspace), "status", {})
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+        return
+    click.echo(f"task {result['task_id']}  stage {result['stage']}  started {result['started_at']}")
+    for key in ("agents", "attempts", "lanes", "jobs"):
+        value = result[key]
+        shown = ", ".join(a["agent_id"] + "/" + a["role"] for a in value) if key == "agents" else value
+        click.echo(f"  {key:<9} {shown or '-'}")
+
+
+@main.command()
+@click.argument("query")
+@workspace_option
+@click.option("--json", "as_json", is_flag=True, help="print JSON rows")
+@click.option("--limit", default=1000, show_default=True, help="most rows to return")
+@_friendly
+def sql(query: str, workspace: Path, as_json: bool, limit: int) -> None:
+    """Run one read-only SELECT against the ledger (through the server when it runs)."""
+    from server.local_client import call
+
+    result = call(_workspace(workspace), "sql", {"query": query, "limit": limit})
+    if as_json:
+        click.echo(json.dumps([dict(zip(result["columns"], r, strict=True)) for r in result["rows"]], indent=1))
+        return
+    click.echo("\t".join(result["columns"]))
+    for row in result["rows"]:
+        click.echo("\t".join("" if v is None else str(v) for v in row))
+
+
+@main.command()
+@click.argument("client", type=click.Choice(["claude", "codex", "cursor", "opencode"]))
+@click.option("--agent", required=True, help="the agent's name (its worktree and token)")
+@workspace_option
+@click.option("--url", default=None, help="server URL [the running server's, else http://127.0.0.1:8765/mcp]")
+@_friendly
+def connect(client: str, agent: str, workspace: Path, url: str | None) -> None:
+    """Create AGENT's worktree and token, write CLIENT's MCP config there, print the start command."""
+    from server.connect import connect as do_connect
+    from server.local_client import call
+    from server.workspace import read_server_marker
+
+    ws = _workspace(workspace)
+    marker = read_server_marker(ws)
+    url = url or (marker["url"] if marker else "http://127.0.0.1:8765/mcp")
+    issued = call(ws, "token_create", {"name": agent, "role": "agent"})
+    conn = do_connect(ws, client, agent, url, issued["token"], ws.contract().title)  # type: ignore[arg-type]
+    click.echo(f"# {client} configuration written to {conn.config_path}:")
+    click.echo(conn.config_text)
+    click.echo(f"# token for {agent}: {issued['token']}")
+    click.echo("# start the agent with:")
+    click.echo(conn.command)
+
+
+@main.command()
+@click.option("--workspace", "-w", type=click.Path(path_type=Path), default=None,
+              help="where to build the demo run [a new temporary folder]")  # fmt: skip
+@_friendly
+def demo(workspace: Path | None) -> None:
+    """Run the embedded demo end to end: make the task, init, serve, drive scripted agents."""
+    from server.demo import run_demo
+
+    run_demo(workspace)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,30 @@
+"""The ledger: the only package that writes SQL. One `Ledger` per server process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from server.ledger.activity import Activity
+from server.ledger.database import Database, utcnow
+from server.ledger.identity import Identities, Identity, Role
+
+__all__ = ["Database", "Identity", "Ledger", "Role", "utcnow"]
+
+
+STATUS_TABLES = frozenset({"attempts", "lanes", "jobs", "reviews"})
+
+
+class Ledger:
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
+        self.db = Database(path, read_only=read_only)
+        self.identities = Identities(self.db)
+        self.activity = Activity(self.db)
+
+    def counts_by_status(self, table: str) -> dict[str, int]:
+        if table not in STATUS_TABLES:
+            raise ValueError(f"table {table!r} has no status column")
+        rows = self.db.fetchall(f"SELECT status, count(*) AS n FROM {table} GROUP BY status ORDER BY status")
+        return {row["status"]: int(row["n"]) for row in rows}
+
+    def close(self) -> None:
+        self.db.close()

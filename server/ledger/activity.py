@@ -1,0 +1,74 @@
+"""The append-only events log, run state, heartbeats (the inbox) and notes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from server.ledger.database import Database, utcnow
+
+
+class Activity:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def log(
+        self,
+        kind: str,
+        *,
+        agent_id: str | None,
+        subject_type: str | None = None,
+        subject_id: str | None = None,
+        payload: dict[str, Any] | None = None,
+    ) -> None:
+        self.db.execute(
+            "INSERT INTO events (occurred_at, agent_id, kind, subject_type, subject_id, payload) VALUES (?, ?, ?, ?, ?, ?)",
+            [utcnow(), agent_id, kind, subject_type, subject_id, json.dumps(payload or {}, default=str)],
+        )
+
+    def events(self, *, agent_id: str | None = None, kind: str | None = None, limit: int = 100) -> list[dict]:
+        return self.db.fetchall(
+            "SELECT * FROM events WHERE (? IS NULL OR agent_id = ?) AND (? IS NULL OR kind = ?) "
+            "ORDER BY event_id DESC LIMIT ?",
+            [agent_id, agent_id, kind, kind, limit],
+        )
+
+    # run state: small JSON values (stage, contract hash, primary metric, started_at)
+    def set_state(self, key: str, value: Any) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO run_state VALUES (?, ?, ?)", [key, json.dumps(value, default=str), utcnow()]
+        )
+
+    def get_state(self, key: str, default: Any = None) -> Any:
+        raw = self.db.scalar("SELECT value FROM run_state WHERE key = ?", [key])
+        return json.loads(raw) if raw is not None else default
+
+    def add_heartbeat(self, agent_id: str, kind: str, prompt: str, sent_by: str, trigger: dict | None) -> int:
+        with self.db.transaction() as cur:
+            row = cur.execute(
+                "INSERT INTO heartbeats (agent_id, kind, prompt, sent_by, trigger, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?) RETURNING heartbeat_id",
+                [agent_id, kind, prompt, sent_by, json.dumps(trigger or {}), utcnow()],
+            ).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    def take_inbox(self, agent_id: str) -> list[dict[str, Any]]:
+        """Pending heartbeats of one agent, marked delivered in the same transaction."""
+        with self.db.transaction() as cur:
+            cursor = cur.execute(
+                "SELECT heartbeat_id, kind, prompt, created_at FROM heartbeats "
+                "WHERE agent_id = ? AND delivered_at IS NULL ORDER BY heartbeat_id",
+                [agent_id],
+            )
+            names = [d[0] for d in cursor.description or []]
+            rows = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+            if rows:
+                cur.execute(
+                    "UPDATE heartbeats SET delivered_at = ? WHERE agent_id = ? AND delivered_at IS NULL",
+                    [utcnow(), agent_id],
+                )
+        return rows
+
+    def pending_heartbeats(self) -> int:
+        return int(self.db.scalar("SELECT count(*) FROM heartbeats WHERE delivered_at IS NULL") or 0)

@@ -1,0 +1,117 @@
+"""The DuckDB file: one read-write connection per server, numbered migrations, transactions.
+
+DuckDB allows one read-write process per file; a second server on the same workspace fails at
+`open` with DuckDB's lock error, which we turn into a message naming the holder. Inside the
+process every statement goes through one connection guarded by a re-entrant lock: tool calls are
+small and rare next to GPU hours, and one writer keeps ordering simple.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from server.errors import Conflict, InvalidInput
+
+READ_ONLY_STATEMENTS = {"SELECT"}  # not EXPLAIN: EXPLAIN ANALYZE runs its statement
+
+
+def utcnow() -> datetime:
+    """Naive UTC timestamp (DuckDB TIMESTAMP has no zone; every stored time is UTC)."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def _migrations() -> list[tuple[int, str]]:
+    folder = resources.files("server.ledger") / "migrations"
+    found = []
+    for entry in folder.iterdir():
+        if entry.name.endswith(".sql"):
+            found.append((int(entry.name.split("_", 1)[0]), entry.read_text()))
+    return sorted(found)
+
+
+class Database:
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
+        self.path = path
+        self.read_only = read_only
+        try:
+            self._con = duckdb.connect(str(path), read_only=read_only)
+        except duckdb.IOException as exc:
+            raise Conflict(f"ledger {path.name} is locked by another process: {exc}") from None
+        self._lock = threading.RLock()
+        if not read_only:
+            self._migrate()
+
+    def close(self) -> None:
+        with self._lock:
+            self._con.close()
+
+    def _migrate(self) -> None:
+        with self._lock:
+            self._con.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMP)"
+            )
+            applied = {row[0] for row in self._con.execute("SELECT version FROM schema_migrations").fetchall()}
+            for version, sql in _migrations():
+                if version in applied:
+                    continue
+                with self.transaction() as cur:
+                    cur.execute(sql)
+                    cur.execute("INSERT INTO schema_migrations VALUES (?, ?)", [version, utcnow()])
+
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """All statements inside commit together or not at all (nothing half-written)."""
+        with self._lock:
+            self._con.execute("BEGIN TRANSACTION")
+            try:
+                yield self._con
+            except BaseException:
+                self._con.execute("ROLLBACK")
+                raise
+            self._con.execute("COMMIT")
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        with self._lock:
+            self._con.execute(sql, list(params))
+
+    def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        with self._lock:
+            cursor = self._con.execute(sql, list(params))
+            names = [d[0] for d in cursor.description or []]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def fetchone(self, sql: str, params: Sequence[Any] = ()) -> dict[str, Any] | None:
+        rows = self.fetchall(sql, params)
+        return rows[0] if rows else None
+
+    def scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        with self._lock:
+            row = self._con.execute(sql, list(params)).fetchone()
+        return row[0] if row else None
+
+    def read_only_query(self, sql: str, limit: int = 1000) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """Run one SELECT for a human; refuse anything else by its parsed statement type."""
+        with self._lock:
+            try:
+                statements = self._con.extract_statements(sql)
+            except duckdb.Error as exc:
+                raise InvalidInput(f"sql: does not parse ({exc})", field="sql") from None
+            if len(statements) != 1:
+                raise InvalidInput(f"sql: got {len(statements)} statements; expected exactly one", field="sql")
+            kind = statements[0].type.name
+            if kind not in READ_ONLY_STATEMENTS:
+                raise InvalidInput(f"sql: {kind} statements are refused; only SELECT is allowed", field="sql")
+            try:
+                cursor = self._con.execute(sql)
+            except duckdb.Error as exc:
+                raise InvalidInput(f"sql: {exc}", field="sql") from None
+            columns = [d[0] for d in cursor.description or []]
+            return columns, cursor.fetchmany(limit)

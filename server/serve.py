@@ -1,0 +1,79 @@
+"""`amid serve`: one long-lived process owns one workspace and serves every agent over HTTP."""
+
+from __future__ import annotations
+
+import secrets
+import socket
+import sys
+from collections.abc import Callable
+
+from server.app import build_app, http_app
+from server.context import Services
+from server.errors import Conflict
+from server.ledger import Identity, Ledger
+from server.settings import Settings
+from server.workspace import Workspace, clear_server_marker, read_server_marker, write_server_marker
+
+
+def _refuse_if_served(workspace: Workspace) -> None:
+    running = read_server_marker(workspace)
+    if running:
+        raise Conflict(
+            f"workspace {workspace.root} is already served by pid {running['pid']} at {running['url']} "
+            f"(started {running['started_at']}); stop it or use `amid status` / `amid sql` against it"
+        )
+
+
+def _open(settings: Settings) -> Services:
+    workspace = Workspace.open(settings.workspace)
+    _refuse_if_served(workspace)
+    return Services(settings=settings, workspace=workspace, ledger=Ledger(workspace.ledger_path))
+
+
+def _bind(settings: Settings) -> socket.socket:
+    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((settings.host, settings.port))
+    except OSError as exc:
+        sock.close()
+        raise Conflict(f"port: cannot listen on {settings.host}:{settings.port} ({exc.strerror})") from None
+    sock.listen(512)
+    return sock
+
+
+def serve_http(settings: Settings, announce: Callable[[str], None] | None = None) -> None:
+    import uvicorn
+
+    services = _open(settings)
+    try:
+        sock = _bind(settings)
+        port = sock.getsockname()[1]
+        host = f"[{settings.host}]" if ":" in settings.host else settings.host
+        url = f"http://{host}:{port}{settings.path}"
+        write_server_marker(services.workspace, url, secrets.token_urlsafe(32))
+        services.ledger.activity.log("server_started", agent_id=None, payload={"url": url})
+        app = build_app(services)
+        config = uvicorn.Config(http_app(app), log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
+        if announce:
+            announce(url)
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        clear_server_marker(services.workspace)
+        services.ledger.close()
+
+
+def serve_stdio(settings: Settings, agent_id: str) -> None:
+    """A single local agent over stdio; identity comes from --agent, not from a token."""
+    services = _open(settings)
+    try:
+        role = services.ledger.identities.role_of(agent_id)
+        if role is None:
+            services.ledger.identities.create_token(agent_id, "agent")
+            role = "agent"
+        app = build_app(services, local_identity=Identity(agent_id=agent_id, role=role), with_auth=False)
+        print(f"amid: serving {agent_id} over stdio", file=sys.stderr)
+        app.mcp.run("stdio")
+    finally:
+        services.ledger.close()

@@ -1,0 +1,261 @@
+"""The run's workspace (DESIGN §4): layout, creation by `amid init`, and the server marker.
+
+Creation is all-or-nothing: everything is built in a sibling temporary folder and renamed into
+place at the end, so a failed import leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import socket
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from server.errors import Conflict, InvalidInput, NotFound
+from server.ledger import Ledger, utcnow
+from tools.task.cases import Case, discover_cases
+from tools.task.contract import TaskContract, contract_hash, load_contract, write_contract
+from tools.task.folds import LockedFolds, make_folds
+from tools.task.importers import ImportedTask
+
+SKILLS_SOURCE = Path(__file__).resolve().parent.parent / "skills"
+
+
+@dataclass(frozen=True)
+class Workspace:
+    root: Path
+
+    @property
+    def ledger_path(self) -> Path:
+        return self.root / "amid.duckdb"
+
+    @property
+    def task_dir(self) -> Path:
+        return self.root / "task"
+
+    @property
+    def private_dir(self) -> Path:
+        return self.root / "private"
+
+    @property
+    def repo_dir(self) -> Path:
+        return self.root / "repo"
+
+    @property
+    def worktrees_dir(self) -> Path:
+        return self.root / "worktrees"
+
+    @property
+    def memory_dir(self) -> Path:
+        return self.root / "memory"
+
+    @property
+    def control_dir(self) -> Path:
+        return self.root / ".amid"
+
+    @property
+    def server_file(self) -> Path:
+        return self.control_dir / "server.json"
+
+    def sub(self, name: str) -> Path:
+        return self.root / name
+
+    def contract(self) -> TaskContract:
+        return load_contract(self.task_dir / "contract.yaml")
+
+    def folds(self) -> LockedFolds:
+        return LockedFolds.model_validate_json((self.task_dir / "folds.json").read_text())
+
+    def relative(self, path: Path) -> str:
+        """Workspace-relative form for the ledger (no host-specific absolute paths)."""
+        return str(path.resolve().relative_to(self.root.resolve()))
+
+    @classmethod
+    def open(cls, root: Path) -> Workspace:
+        root = root.expanduser().resolve()
+        if not (root / "task" / "contract.yaml").is_file() or not (root / "amid.duckdb").is_file():
+            raise NotFound(f"workspace: {root} is not an AMID workspace; create one with `amid init TASK -w DIR`")
+        return cls(root)
+
+
+WORKSPACE_FOLDERS = (
+    "task", "private", "repo", "worktrees", "memory/notes", "memory/skills", "memory/lanes", "artifacts",
+    "jobs", "reviews", "exports", "package", ".amid",
+)  # fmt: skip
+
+
+def check_target(target: Path) -> None:
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise InvalidInput(
+            f"workspace: {target} exists and is not empty; pick a new folder (a change is a new run)",
+            field="workspace",
+        )
+
+
+def init_workspace(imported: ImportedTask, target: Path, *, link_data: bool = False) -> Workspace:
+    """Create a complete workspace at `target` from an imported task, or nothing at all."""
+    target = target.expanduser().resolve()
+    check_target(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.init-", dir=target.parent))
+    try:
+        _populate(Workspace(staging), imported, link_data)
+        if target.exists():
+            target.rmdir()
+        staging.rename(target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return Workspace(target)
+
+
+def _populate(ws: Workspace, imported: ImportedTask, link_data: bool) -> None:
+    for folder in WORKSPACE_FOLDERS:
+        (ws.root / folder).mkdir(parents=True, exist_ok=True)
+    _copy_all(imported.public_copies, ws.task_dir, link_data)
+    _copy_all(imported.private_copies, ws.private_dir, link_data=False)
+    contract = imported.contract
+    cases = discover_cases(ws.task_dir, contract.layout, "train")
+    if not cases:
+        raise InvalidInput(f"layout.train_images: no cases found in {contract.layout.train_images}")
+    cases = _split_holdout(ws, contract, cases)
+    folds = make_folds({c.case_id: c.group or c.case_id for c in cases}, contract.validation.k_folds,
+                       contract.validation.seed, contract.layout.group_key)  # fmt: skip
+    (ws.task_dir / "folds.json").write_text(folds.model_dump_json(indent=1))
+    (ws.task_dir / "description.md").write_text(imported.description or contract.description)
+    digest = write_contract(contract, ws.task_dir / "contract.yaml")
+    _seed_skills(ws)
+    _init_repo(ws, contract)
+    ledger = Ledger(ws.ledger_path)
+    try:
+        _record_run(ledger, contract, digest, len(cases))
+    finally:
+        ledger.close()
+
+
+def _copy_all(copies: list[tuple[Path, str]], into: Path, link_data: bool) -> None:
+    for source, rel in copies:
+        if not source.exists():
+            raise InvalidInput(f"layout: {source.name} is declared but missing at {source}")
+        dest = (into / rel).resolve()
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if link_data:
+            dest.symlink_to(source, target_is_directory=source.is_dir())
+        elif source.is_dir():
+            shutil.copytree(source, dest, dirs_exist_ok=True)
+        else:
+            shutil.copy2(source, dest)
+
+
+def _split_holdout(ws: Workspace, contract: TaskContract, cases: list[Case]) -> list[Case]:
+    """Move a seeded fraction of training groups (images and labels) into private/holdout/."""
+    fraction = contract.validation.holdout_fraction
+    if fraction <= 0:
+        return cases
+    groups = sorted({c.group or c.case_id for c in cases})
+    random.Random(contract.validation.seed + 1).shuffle(groups)
+    chosen: set[str] = set()
+    while groups and sum(c.group in chosen for c in cases) < fraction * len(cases):
+        chosen.add(groups.pop())
+    held = [c for c in cases if c.group in chosen]
+    for case in held:
+        for rel in (*case.image_paths, case.label_path):
+            if rel:
+                dest = ws.private_dir / "holdout" / rel
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(str(ws.task_dir / rel), dest)
+    manifest = [c.model_dump() for c in held]
+    (ws.private_dir / "holdout.json").write_text(json.dumps({"cases": manifest}, indent=1))
+    return [c for c in cases if c.group not in chosen]
+
+
+def _seed_skills(ws: Workspace) -> None:
+    if SKILLS_SOURCE.is_dir():
+        shutil.copytree(SKILLS_SOURCE, ws.memory_dir / "skills", dirs_exist_ok=True)
+
+
+REPO_README = """# Attempts repository of run {task_id}
+
+Every attempt is a commit. Agents work in their own worktree (`../worktrees/<agent>/`),
+commit there, and submit the commit with `submit_attempt`.
+"""
+
+
+# What `amid connect` writes into a worktree stays out of attempts' commits.
+REPO_GITIGNORE = "__pycache__/\n*.pyc\n.amid-local/\n.mcp.json\n.cursor/\nopencode.json\nAGENTS.md\nCLAUDE.md\n"
+
+
+def _init_repo(ws: Workspace, contract: TaskContract) -> None:
+    import git
+
+    repo = git.Repo.init(ws.repo_dir, initial_branch="main")
+    with repo.config_writer() as config:
+        config.set_value("user", "name", "amid")
+        config.set_value("user", "email", "amid@localhost")
+    (ws.repo_dir / "README.md").write_text(REPO_README.format(task_id=contract.id))
+    (ws.repo_dir / ".gitignore").write_text(REPO_GITIGNORE)
+    repo.index.add(["README.md", ".gitignore"])
+    repo.index.commit(f"Start run {contract.id}")
+
+
+def _record_run(ledger: Ledger, contract: TaskContract, digest: str, n_cases: int) -> None:
+    state = {
+        "contract_hash": digest, "task_id": contract.id, "primary_metric": contract.primary_metric,
+        "primary_direction": contract.primary.direction, "stage": "exploration",
+        "started_at": utcnow().isoformat(), "n_train_cases": n_cases,
+    }  # fmt: skip
+    for key, value in state.items():
+        ledger.activity.set_state(key, value)
+    ledger.activity.log("run_initialised", agent_id=None, payload={"contract_hash": digest})
+
+
+# The server marker: which process serves this workspace, for the CLI and for a second server.
+def read_server_marker(ws: Workspace) -> dict[str, Any] | None:
+    try:
+        marker = json.loads(ws.server_file.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    same_host = marker.get("host") == socket.gethostname()
+    if same_host and not _pid_alive(int(marker.get("pid", 0))):
+        return None
+    return dict(marker)
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def write_server_marker(ws: Workspace, url: str, admin_secret: str) -> None:
+    running = read_server_marker(ws)
+    if running:
+        raise Conflict(
+            f"workspace {ws.root} is already served by pid {running['pid']} at {running['url']} "
+            f"(started {running['started_at']}); stop it first or use another workspace"
+        )
+    marker = {"pid": os.getpid(), "host": socket.gethostname(), "url": url,
+              "started_at": utcnow().isoformat() + "Z"}  # fmt: skip
+    secret_file = ws.control_dir / "admin.secret"
+    secret_file.write_text(admin_secret)
+    secret_file.chmod(0o600)
+    tmp = ws.server_file.with_suffix(".tmp")
+    tmp.write_text(json.dumps(marker))
+    os.replace(tmp, ws.server_file)
+
+
+def clear_server_marker(ws: Workspace) -> None:
+    marker = read_server_marker(ws)
+    if marker and marker.get("pid") == os.getpid():
+        ws.server_file.unlink(missing_ok=True)

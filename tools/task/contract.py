@@ -1,0 +1,198 @@
+"""The task contract (DESIGN §5): what the run optimises, on which data, judged how.
+
+The contract is frozen after `amid init`: it is written once to `task/contract.yaml`, hashed, and
+a change means a new run. Paths inside it are relative to the workspace's `task/` folder so the
+workspace can move between hosts (DESIGN §14).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from server.errors import InvalidInput
+
+TaskType = Literal[
+    "segmentation",
+    "instance_segmentation",
+    "detection",
+    "classification",
+    "regression",
+    "enhancement",
+    "graph_classification",
+]
+Direction = Literal["higher_better", "lower_better"]
+Modality = Literal[
+    "CT", "MRI", "PET", "X-ray", "ultrasound", "pathology", "microscopy", "fundus", "OCT",
+    "endoscopy", "dermoscopy", "multi", "other",
+]  # fmt: skip
+PredictionFileType = Literal["nifti", "png", "tiff", "csv", "json", "none"]
+
+SLUG = r"^[a-z0-9][a-z0-9._-]{0,63}$"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class MetricDef(_Frozen):
+    """One metric of the task, with the conventions the reviewer must apply."""
+
+    name: Annotated[str, Field(min_length=1, description="metric name, e.g. dice, hd95, auc")]
+    direction: Direction
+    convention: dict[str, Any] = Field(
+        default_factory=dict,
+        description="explicit conventions: empty_both, empty_one, cap_mm, percentile, tolerance_mm, …",
+    )
+    tolerance: Annotated[float, Field(ge=0, description="allowed |declared - verified| before mismatch")] = 1e-3
+
+
+class DataLayout(_Frozen):
+    """Where the public data lives, relative to the workspace's task/ folder."""
+
+    train_images: str = Field(description="folder of training inputs")
+    train_labels: str | None = Field(default=None, description="folder of training labels (masks/targets)")
+    test_images: str | None = Field(default=None, description="folder of test inputs")
+    labels_table: str | None = Field(default=None, description="CSV of per-case labels (classification)")
+    file_ending: str = Field(default=".nii.gz", description="file name ending of images and labels")
+    channels: list[str] = Field(default_factory=lambda: ["image"], min_length=1)
+    case_id_pattern: str = Field(
+        default=r"^(?P<case>.+?)(_(?P<channel>\d{4}))?$",
+        description="regex applied to the file stem; group 'case' is the case id, 'channel' the channel",
+    )
+    groups_table: str | None = Field(default=None, description="CSV mapping case_id → group (patient/site)")
+    group_key: str | None = Field(default=None, description="column of groups_table used for grouping")
+    label_values: dict[int, str] = Field(default_factory=dict, description="label value → class name")
+
+    @field_validator("case_id_pattern")
+    @classmethod
+    def _pattern_has_case_group(cls, value: str) -> str:
+        try:
+            compiled = re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a valid regular expression: {exc}") from exc
+        if "case" not in compiled.groupindex:
+            raise ValueError("needs a named group (?P<case>...)")
+        return value
+
+
+class PredictionSchema(_Frozen):
+    file_type: PredictionFileType
+    label_values: list[int] = Field(default_factory=list)
+    csv_columns: list[str] = Field(default_factory=list)
+    geometry_must_match: bool = True
+
+
+class SubmissionContract(_Frozen):
+    filename: str = "submission.csv"
+    id_column: str = "case_id"
+    columns: list[str] = Field(min_length=1, description="required CSV columns, id column first")
+    file_column: str | None = Field(default=None, description="column holding a relative prediction path")
+    sample_submission: str | None = None
+
+
+class ValidationProtocol(_Frozen):
+    k_folds: Annotated[int, Field(ge=2, le=20)] = 5
+    seed: int = 0
+    holdout_fraction: Annotated[float, Field(ge=0.0, le=0.5)] = 0.0
+
+
+class Budget(_Frozen):
+    wall_clock_hours: Annotated[float, Field(gt=0)] | None = None
+    gpus: Annotated[int, Field(ge=0)] = 1
+    gpu_hours: Annotated[float, Field(gt=0)] | None = None
+
+
+class EvidenceRequirements(_Frozen):
+    logs: bool = True
+    checkpoint: bool = True
+    training_manifest: bool = True
+
+
+class GraderRef(_Frozen):
+    """A task author's own grader: `module:function` in a file under task/."""
+
+    file: str
+    function: str = "grade"
+
+
+class SourceRef(_Frozen):
+    format: Literal["native", "rex_mle", "nnunet"]
+    origin: str = Field(description="where it was imported from, as given by the user")
+
+
+class TaskContract(_Frozen):
+    schema_version: Literal[1] = 1
+    id: Annotated[str, Field(pattern=SLUG)]
+    title: str = Field(min_length=1)
+    description: str = ""
+    modality: Modality
+    anatomy: str = "unspecified"
+    task_type: TaskType
+    layout: DataLayout
+    metrics: list[MetricDef] = Field(min_length=1)
+    primary_metric: str
+    prediction: PredictionSchema
+    submission: SubmissionContract
+    validation: ValidationProtocol = ValidationProtocol()
+    budget: Budget = Budget()
+    evidence: EvidenceRequirements = EvidenceRequirements()
+    grader: GraderRef | None = None
+    source: SourceRef
+
+    @model_validator(mode="after")
+    def _primary_metric_is_declared(self) -> TaskContract:
+        names = [m.name for m in self.metrics]
+        if self.primary_metric not in names:
+            raise ValueError(f"primary_metric {self.primary_metric!r} is not one of the metrics {names}")
+        if len(set(names)) != len(names):
+            raise ValueError(f"metric names repeat: {names}")
+        return self
+
+    def metric(self, name: str) -> MetricDef:
+        return next(m for m in self.metrics if m.name == name)
+
+    @property
+    def primary(self) -> MetricDef:
+        return self.metric(self.primary_metric)
+
+
+def contract_hash(contract: TaskContract) -> str:
+    """sha256 of the canonical JSON form: stable across YAML formatting."""
+    canonical = json.dumps(contract.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def parse_contract(data: object, *, source_file: str) -> TaskContract:
+    """Validate raw data into a contract; errors name the file and every bad field."""
+    try:
+        return TaskContract.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidInput(f"{source_file}: {describe_validation_error(exc)}") from None
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:8]:
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        parts.append(f"field {where}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def write_contract(contract: TaskContract, path: Path) -> str:
+    path.write_text(yaml.safe_dump(contract.model_dump(mode="json"), sort_keys=False))
+    return contract_hash(contract)
+
+
+def load_contract(path: Path) -> TaskContract:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise InvalidInput(f"{path.name}: not valid YAML ({exc})") from None
+    return parse_contract(data, source_file=path.name)

@@ -1,0 +1,236 @@
+"""Importers: a native task.yaml, a ReX-MLE / MLE-bench challenge folder, an nnU-Net raw dataset.
+
+Each importer returns an `ImportedTask`: the contract (paths relative to the workspace's task/
+folder) and which source folders to copy where. Nothing is written here; `amid init` does the
+copying into a fresh workspace. Every error names the file and the field.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from server.errors import InvalidInput
+from tools.task.contract import TaskContract, parse_contract
+
+DEFAULT_CONVENTIONS: dict[str, dict[str, Any]] = {
+    "dice": {"empty_both": 1.0},
+    "hd95": {"empty_both": 0.0, "empty_one": "cap", "cap_mm": 100.0, "symmetric": True},
+}
+MRI_CHANNELS = {"mri", "mr", "t1", "t1w", "t1c", "t2", "t2w", "flair", "adc", "dwi", "ce-t1"}
+
+
+@dataclass
+class ImportedTask:
+    contract: TaskContract
+    public_copies: list[tuple[Path, str]] = field(default_factory=list)  # source → path under task/
+    private_copies: list[tuple[Path, str]] = field(default_factory=list)  # source → path under private/
+    description: str = ""
+
+
+def import_task(source: Path) -> ImportedTask:
+    """Recognise the format of `source` and import it."""
+    source = source.expanduser().resolve()
+    if source.is_file() and source.suffix in (".yaml", ".yml"):
+        return import_native(source)
+    if not source.is_dir():
+        raise InvalidInput(f"TASK: {source} is neither a task.yaml nor a folder", field="TASK")
+    if (source / "task.yaml").is_file():
+        return import_native(source / "task.yaml")
+    if (source / "config.yaml").is_file():
+        return import_rex_mle(source)
+    if (source / "dataset.json").is_file():
+        return import_nnunet(source)
+    raise InvalidInput(
+        f"TASK: {source} holds no task.yaml, config.yaml (ReX-MLE) or dataset.json (nnU-Net raw)",
+        field="TASK",
+    )
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise InvalidInput(f"{path.name}: not valid YAML ({exc})") from None
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"{path.name}: not valid JSON ({exc})") from None
+
+
+def _require(mapping: Any, key: str, file: str, where: str = "") -> Any:
+    if not isinstance(mapping, dict) or key not in mapping or mapping[key] in (None, ""):
+        raise InvalidInput(f"{file}: field {where}{key} is missing", field=f"{where}{key}")
+    return mapping[key]
+
+
+def import_native(path: Path) -> ImportedTask:
+    data = _read_yaml(path)
+    if not isinstance(data, dict):
+        raise InvalidInput(f"{path.name}: expected a mapping at the top level, got {type(data).__name__}")
+    private_dir = data.pop("private", None)
+    data.setdefault("source", {"format": "native", "origin": str(path)})
+    contract = parse_contract(data, source_file=path.name)
+    root = path.parent
+    copies = [(root / rel, rel) for rel in _layout_paths(contract)]
+    private = [(root / private_dir, ".")] if private_dir else []
+    return ImportedTask(contract, copies, private, contract.description)
+
+
+def _layout_paths(contract: TaskContract) -> list[str]:
+    layout = contract.layout
+    paths = [layout.train_images, layout.train_labels, layout.test_images, layout.labels_table]
+    paths += [layout.groups_table, contract.submission.sample_submission]
+    return [p for p in dict.fromkeys(paths) if p]
+
+
+def _directions(folder: Path) -> dict[str, str]:
+    path = folder / "metric_config.json"
+    if not path.is_file():
+        raise InvalidInput(f"metric_config.json: missing in {folder.name}; it must give metric_directions")
+    directions = _require(_read_json(path), "metric_directions", "metric_config.json")
+    for name, direction in directions.items():
+        if direction not in ("higher_better", "lower_better"):
+            raise InvalidInput(
+                f"metric_config.json: field metric_directions.{name} is {direction!r}; "
+                "expected higher_better or lower_better",
+                field=f"metric_directions.{name}",
+            )
+    return dict(directions)
+
+
+def _detect_layout(folder: Path) -> dict[str, Any]:
+    public = folder / "public"
+    for images, labels in (("train/images", "train/labels"), ("imagesTr", "labelsTr")):
+        if (public / images).is_dir():
+            layout: dict[str, Any] = {"train_images": f"public/{images}"}
+            if (public / labels).is_dir():
+                layout["train_labels"] = f"public/{labels}"
+            test = "test/images" if images.startswith("train") else "imagesTs"
+            if (public / test).is_dir():
+                layout["test_images"] = f"public/{test}"
+            return layout
+    raise InvalidInput(
+        "config.yaml: field metadata.layout is missing and no public/train/images or public/imagesTr found",
+        field="metadata.layout",
+    )
+
+
+def _csv_header(path: Path) -> list[str]:
+    with path.open(newline="") as handle:
+        return next(csv.reader(handle), [])
+
+
+def import_rex_mle(folder: Path) -> ImportedTask:
+    config = _read_yaml(folder / "config.yaml")
+    task_id = _require(config, "id", "config.yaml")
+    metadata = config.get("metadata") or {}
+    task_type = _require(metadata, "task_type", "config.yaml", "metadata.")
+    directions = _directions(folder)
+    grader = config.get("grader") or {}
+    primary = grader.get("name") if grader.get("name") in directions else next(iter(directions))
+    layout = metadata.get("layout") or _detect_layout(folder)
+    sample = (config.get("dataset") or {}).get("sample_submission")
+    columns = _csv_header(folder / sample) if sample and (folder / sample).is_file() else ["case_id"]
+    file_column = next((c for c in columns[1:] if c.endswith("path") or c.endswith("file")), None)
+    conventions = metadata.get("metric_conventions") or {}
+    data = {
+        "id": re.sub(r"[^a-z0-9._-]+", "-", str(task_id).lower()),
+        "title": config.get("name") or str(task_id),
+        "description": _description(folder, config),
+        "modality": metadata.get("modality", "other"),
+        "anatomy": metadata.get("anatomy", "unspecified"),
+        "task_type": task_type,
+        "layout": layout,
+        "metrics": [
+            {"name": n, "direction": d, "convention": conventions.get(n, DEFAULT_CONVENTIONS.get(n, {}))}
+            for n, d in directions.items()
+        ],
+        "primary_metric": primary,
+        "prediction": _prediction_schema(task_type, layout),
+        "submission": {"columns": columns, "id_column": columns[0], "file_column": file_column,
+                       "sample_submission": sample},
+        "grader": _grader(grader, folder),
+        "source": {"format": "rex_mle", "origin": str(folder)},
+    }  # fmt: skip
+    contract = parse_contract(data, source_file="config.yaml")
+    private = [(folder / "private", ".")] if (folder / "private").is_dir() else []
+    if contract.grader:
+        private.append((folder / Path(contract.grader.file).name, contract.grader.file))
+    return ImportedTask(contract, [(folder / "public", "public")], private, contract.description)
+
+
+def _description(folder: Path, config: dict[str, Any]) -> str:
+    name = config.get("description") or "description.md"
+    path = folder / name
+    return path.read_text() if path.is_file() else ""
+
+
+def _grader(grader: dict[str, Any], folder: Path) -> dict[str, str] | None:
+    spec = grader.get("grade_fn")
+    if not spec:
+        return None
+    if ":" not in str(spec):
+        raise InvalidInput(f"config.yaml: field grader.grade_fn {spec!r} must be 'module:function'")
+    module, function = str(spec).split(":", 1)
+    if not (folder / f"{module}.py").is_file():
+        raise InvalidInput(f"config.yaml: field grader.grade_fn names {module}.py, which is not in the folder")
+    return {"file": f"grader/{module}.py", "function": function}
+
+
+def _prediction_schema(task_type: str, layout: dict[str, Any]) -> dict[str, Any]:
+    ending = str(layout.get("file_ending", ".nii.gz"))
+    if task_type in ("segmentation", "instance_segmentation", "enhancement"):
+        file_type = "nifti" if ".nii" in ending else "tiff" if "tif" in ending else "png"
+        labels = [int(v) for v in (layout.get("label_values") or {})]
+        return {"file_type": file_type, "label_values": labels if task_type == "segmentation" else []}
+    return {"file_type": "csv"}
+
+
+def import_nnunet(folder: Path) -> ImportedTask:
+    spec = _read_json(folder / "dataset.json")
+    channels = _require(spec, "channel_names", "dataset.json")
+    labels = _require(spec, "labels", "dataset.json")
+    ending = _require(spec, "file_ending", "dataset.json")
+    if not (folder / "imagesTr").is_dir() or not (folder / "labelsTr").is_dir():
+        raise InvalidInput(f"{folder.name}: an nnU-Net raw dataset needs imagesTr/ and labelsTr/")
+    label_values = {int(v): str(k) for k, v in labels.items() if isinstance(v, int)}
+    first = str(channels.get("0", "")).lower()
+    modality = "CT" if first == "ct" else "MRI" if first in MRI_CHANNELS else "other"
+    layout = {
+        "train_images": "imagesTr",
+        "train_labels": "labelsTr",
+        "test_images": "imagesTs" if (folder / "imagesTs").is_dir() else None,
+        "file_ending": ending,
+        "channels": [str(channels[k]) for k in sorted(channels, key=int)],
+        "label_values": label_values,
+    }
+    data = {
+        "id": re.sub(r"[^a-z0-9._-]+", "-", folder.name.lower()),
+        "title": str(spec.get("name") or folder.name),
+        "description": str(spec.get("description") or ""),
+        "modality": modality,
+        "task_type": "segmentation",
+        "layout": layout,
+        "metrics": [
+            {"name": "dice", "direction": "higher_better", "convention": DEFAULT_CONVENTIONS["dice"]},
+            {"name": "hd95", "direction": "lower_better", "convention": DEFAULT_CONVENTIONS["hd95"]},
+        ],
+        "primary_metric": "dice",
+        "prediction": {"file_type": "nifti" if ".nii" in ending else "png",
+                       "label_values": sorted(label_values)},
+        "submission": {"columns": ["case_id", "prediction_path"], "file_column": "prediction_path"},
+        "source": {"format": "nnunet", "origin": str(folder)},
+    }  # fmt: skip
+    contract = parse_contract(data, source_file="dataset.json")
+    copies = [(folder / rel, rel) for rel in ("imagesTr", "labelsTr", "imagesTs") if (folder / rel).is_dir()]
+    return ImportedTask(contract, copies, [], contract.description)
