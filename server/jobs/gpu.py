@@ -12,7 +12,7 @@ import threading
 from collections.abc import Collection, Sequence
 from typing import Any, NamedTuple, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 _MIB = 1024 * 1024
 
@@ -33,7 +33,7 @@ class GpuInfo(BaseModel):
     memory_total_mb: int
     memory_free_mb: int
     utilization_pct: int
-    processes: list[GpuProcess] = []
+    processes: list[GpuProcess] = Field(default_factory=list)
 
     @property
     def memory_used_mb(self) -> int:

@@ -1,0 +1,103 @@
+"""`amid demo`: the whole system end to end on the embedded task, with scripted agents.
+
+It makes the demo task, creates a workspace, starts `amid serve` as a real subprocess on a free
+loopback port, issues tokens, and drives a scripted worker and a scripted supervisor through the
+real MCP client over HTTP. Each later subsystem (profiling, lanes, attempts, reviews, jobs) adds
+its step here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from server.errors import JobFailed
+from server.local_client import call as admin_call
+from server.mcp_client import call, connect
+from server.workspace import Workspace, init_workspace, read_server_marker
+from tools.task.demo_task import make_demo_task
+from tools.task.importers import import_task
+
+console = Console(stderr=False)
+
+
+def start_server(workspace: Path, timeout_s: float = 60.0) -> tuple[subprocess.Popen[bytes], str]:
+    """Start `amid serve` on a free port; return the process and its MCP URL once it listens.
+
+    The server's stderr goes to `.amid/serve.log` (a pipe nobody drains would block it)."""
+    log_path = workspace / ".amid" / "serve.log"
+    command = [sys.executable, "-m", "server.cli", "serve", "-w", str(workspace), "--port", "0"]
+    with log_path.open("ab") as log:
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log,
+                                   env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        marker = read_server_marker(Workspace(workspace))
+        if marker and marker["pid"] == process.pid:
+            return process, str(marker["url"])
+        if process.poll() is not None:
+            break
+        time.sleep(0.05)
+    process.kill()
+    process.wait()
+    raise JobFailed(f"amid serve did not start within {timeout_s:.0f} s: {log_path.read_text()[-2000:]}")
+
+
+def stop_server(process: subprocess.Popen[bytes]) -> None:
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+async def _script(url: str, worker_token: str, supervisor_token: str) -> dict[str, Any]:
+    steps: dict[str, Any] = {}
+    async with connect(url, worker_token) as worker, connect(url, supervisor_token) as supervisor:
+        task = await call(worker, "get_task")
+        steps["get_task"] = f"{task['task_id']}: {task['task_type']} on {task['modality']}, " \
+                            f"{task['k_folds']} folds, primary {task['primary_metric']}"  # fmt: skip
+        beat = await call(supervisor, "send_heartbeat", {"agent_id": "worker-1", "kind": "reflection",
+                                                         "prompt": "Read the data profile before training."})  # fmt: skip
+        steps["send_heartbeat"] = f"heartbeat {beat['heartbeat_id']} queued for worker-1"
+        again = await call(worker, "get_task", {"include_case_ids": False})
+        steps["inbox"] = "; ".join(item["prompt"] for item in again["inbox"]) or "(empty)"
+        snapshot = await call(supervisor, "run_snapshot", {"recent_events": 5})
+        steps["run_snapshot"] = ", ".join(f"{a['agent_id']}={a['n_tool_calls']} calls" for a in snapshot["agents"])
+    return steps
+
+
+def run_demo(root: Path | None = None) -> Workspace:
+    root = (root or Path(tempfile.mkdtemp(prefix="amid-demo-"))).resolve()
+    console.rule("AMID demo")
+    challenge = make_demo_task(root / "challenge")
+    console.print(f"demo task generated at {challenge}")
+    workspace = init_workspace(import_task(challenge), root / "workspace")
+    console.print(f"workspace created at {workspace.root}")
+    process, url = start_server(workspace.root)
+    try:
+        console.print(f"server listening at {url}")
+        worker = admin_call(workspace, "token_create", {"name": "worker-1", "role": "agent"})["token"]
+        supervisor = admin_call(workspace, "token_create", {"name": "manager", "role": "supervisor"})["token"]
+        steps = asyncio.run(_script(url, worker, supervisor))
+        status = admin_call(workspace, "status", {})
+    finally:
+        stop_server(process)
+    table = Table("step", "result", title="scripted run over MCP/HTTP")
+    for step, result in steps.items():
+        table.add_row(step, str(result))
+    console.print(table)
+    console.print(f"ledger: {status['events']} events, agents {[a['agent_id'] for a in status['agents']]}")
+    console.print(f"inspect it: amid sql \"SELECT * FROM v_agent_activity\" -w {workspace.root}")
+    return workspace

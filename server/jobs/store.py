@@ -1,0 +1,100 @@
+"""The job folders on disk: ids, spec.json and state.json, stop requests and log tails.
+
+State files are the durable truth; the scheduler keeps a copy in memory and writes through.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from server.errors import DataUnreadable
+from server.jobs import files
+from server.jobs.spec import BackendName, JobSpec, JobState, JobStatus
+
+
+class LogTail(BaseModel):
+    """The end of a job's logs; the byte counts are the full sizes of the log files."""
+
+    model_config = ConfigDict(frozen=True)
+
+    stdout: str
+    stderr: str
+    stdout_bytes: int
+    stderr_bytes: int
+
+
+def new_job_id() -> str:
+    """`job-<UTC time to the microsecond>-<random>`: sorts by submission time, unique without a lock."""
+    return f"job-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%fZ')}-{secrets.token_hex(4)}"
+
+
+class JobStore:
+    def __init__(self, jobs_dir: Path) -> None:
+        self.jobs_dir = jobs_dir
+        jobs_dir.mkdir(parents=True, exist_ok=True)
+
+    def job_dir(self, job_id: str) -> Path:
+        return self.jobs_dir / job_id
+
+    def create(self, spec: JobSpec) -> str:
+        """Make the job's folder (the mkdir is what makes the id unique) and write spec.json."""
+        while True:
+            job_id = new_job_id()
+            try:
+                self.job_dir(job_id).mkdir()
+            except FileExistsError:
+                continue
+            files.write_json_atomic(self.job_dir(job_id) / files.SPEC, spec.model_dump(mode="json"))
+            return job_id
+
+    def save(self, state: JobState) -> None:
+        files.write_json_atomic(self.job_dir(state.job_id) / files.STATE, state.model_dump(mode="json"))
+
+    def load_all(self, backend: BackendName) -> list[JobState]:
+        """Every job on disk. A folder whose submission never completed is closed as failed."""
+        states = []
+        for job_dir in sorted(p for p in self.jobs_dir.iterdir() if p.is_dir() and p.name.startswith("job-")):
+            state = self._load(job_dir, backend)
+            if state is not None:
+                states.append(state)
+        return states
+
+    def _load(self, job_dir: Path, backend: BackendName) -> JobState | None:
+        try:
+            payload = files.read_json(job_dir / files.STATE)
+            if payload is not None:
+                return JobState.model_validate(payload)
+            spec_payload = files.read_json(job_dir / files.SPEC)
+        except (ValueError, ValidationError) as exc:
+            raise DataUnreadable(f"{job_dir}: unreadable job state: {exc}") from exc
+        if spec_payload is None:
+            return None  # an empty folder left by a submission interrupted before spec.json
+        return self._interrupted(job_dir, JobSpec.model_validate(spec_payload), backend)
+
+    def _interrupted(self, job_dir: Path, spec: JobSpec, backend: BackendName) -> JobState:
+        now = files.utc_now()
+        state = JobState(
+            job_id=job_dir.name, agent_id="unknown", spec=spec, status="failed", backend=backend,
+            created_at=now, ended_at=now, reason="the server stopped before this submission was acknowledged; never started",
+        )  # fmt: skip
+        self.save(state)
+        return state
+
+    def request_stop(self, job_id: str, cause: JobStatus) -> None:
+        """Record why a job is being stopped; the first cause wins (a timeout stays a timeout)."""
+        path = self.job_dir(job_id) / files.STOP
+        if not path.exists():
+            files.write_json_atomic(path, {"cause": cause, "requested_at": files.utc_now()})
+
+    def stop_cause(self, job_id: str) -> str | None:
+        request = files.read_json(self.job_dir(job_id) / files.STOP)
+        return None if request is None else str(request.get("cause"))
+
+    def log_tail(self, job_id: str, n_bytes: int) -> LogTail:
+        stdout, stdout_bytes = files.read_tail(self.job_dir(job_id) / files.STDOUT, n_bytes)
+        stderr, stderr_bytes = files.read_tail(self.job_dir(job_id) / files.STDERR, n_bytes)
+        return LogTail(stdout=stdout, stderr=stderr, stdout_bytes=stdout_bytes, stderr_bytes=stderr_bytes)

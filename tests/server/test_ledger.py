@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from server.errors import Conflict, InvalidInput, NotFound
+from server.ledger import Ledger
+
+
+def test_migrations_apply_once_and_views_exist(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "a.duckdb")
+    ledger.close()
+    ledger = Ledger(tmp_path / "a.duckdb")
+    try:
+        assert ledger.db.scalar("SELECT count(*) FROM schema_migrations") == 1
+        views = {r["view_name"] for r in ledger.db.fetchall("SELECT view_name FROM duckdb_views() WHERE NOT internal")}
+        assert {"v_attempts", "v_leaderboard", "v_lane_summary", "v_agent_activity", "v_failed_checks",
+                "v_jobs"} <= views  # fmt: skip
+    finally:
+        ledger.close()
+
+
+def test_tokens_are_stored_hashed_verified_and_revoked(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "a.duckdb")
+    try:
+        token = ledger.identities.create_token("alice", "agent")
+        assert ledger.db.scalar("SELECT count(*) FROM tokens WHERE token_hash = ?", [token]) == 0
+        identity = ledger.identities.verify(token)
+        assert identity is not None and (identity.agent_id, identity.role) == ("alice", "agent")
+        assert ledger.identities.verify(token + "x") is None
+        assert ledger.identities.revoke("alice") == 1
+        assert ledger.identities.verify(token) is None
+        with pytest.raises(NotFound, match="no live token for agent 'alice'"):
+            ledger.identities.revoke("alice")
+    finally:
+        ledger.close()
+
+
+def test_an_agent_keeps_its_role(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "a.duckdb")
+    try:
+        ledger.identities.create_token("boss", "supervisor")
+        with pytest.raises(Conflict, match="already exists with role 'supervisor'"):
+            ledger.identities.create_token("boss", "agent")
+        with pytest.raises(InvalidInput, match="name: got 'Bad Name'"):
+            ledger.identities.create_token("Bad Name", "agent")
+        assert ledger.db.scalar("SELECT count(*) FROM agents") == 1
+    finally:
+        ledger.close()
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["DELETE FROM events", "DROP TABLE events", "INSERT INTO agents VALUES ('x','agent',now(),'{}')",
+     "SELECT 1; DELETE FROM events", "EXPLAIN ANALYZE DELETE FROM events", "COPY events TO 'x.csv'"],
+)  # fmt: skip
+def test_read_only_sql_refuses_every_write_by_statement_type(tmp_path: Path, query: str) -> None:
+    ledger = Ledger(tmp_path / "a.duckdb")
+    try:
+        ledger.activity.log("probe", agent_id=None)
+        with pytest.raises(InvalidInput, match="sql:"):
+            ledger.db.read_only_query(query)
+        assert ledger.db.scalar("SELECT count(*) FROM events") == 1
+        columns, rows = ledger.db.read_only_query("SELECT kind FROM events")
+        assert columns == ["kind"] and rows == [("probe",)]
+    finally:
+        ledger.close()
+
+
+def test_a_second_writer_on_the_same_file_fails_fast(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    ledger = Ledger(tmp_path / "a.duckdb")
+    try:
+        probe = "from server.ledger import Ledger; import sys; Ledger(__import__('pathlib').Path(sys.argv[1]))"
+        result = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "a.duckdb")],
+                                capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert result.returncode != 0
+        assert "is locked by another process" in result.stderr
+    finally:
+        ledger.close()
+
+
+def test_inbox_is_delivered_once(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "a.duckdb")
+    try:
+        ledger.identities.create_token("alice", "agent")
+        ledger.activity.add_heartbeat("alice", "plateau", "write a focus note", "manager", None)
+        first = ledger.activity.take_inbox("alice")
+        assert [row["prompt"] for row in first] == ["write a focus note"]
+        assert ledger.activity.take_inbox("alice") == []
+    finally:
+        ledger.close()
