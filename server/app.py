@@ -11,6 +11,7 @@ from mcp.server import MCPServer
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.transport_security import TransportSecuritySettings
+from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -56,7 +57,8 @@ def build_app(services: Services, *, local_identity: Identity | None = None, wit
     verifier = None
     if with_auth:
         # resource_server_url=None: no OAuth discovery, so clients keep their static Bearer header.
-        auth = AuthSettings(issuer_url=f"http://{settings.host}:{settings.port}", resource_server_url=None)
+        issuer = AnyHttpUrl(f"http://{settings.host}:{settings.port}")
+        auth = AuthSettings(issuer_url=issuer, resource_server_url=None)
         verifier = LedgerTokenVerifier(services.ledger)
     mcp = MCPServer(
         "amid",

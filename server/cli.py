@@ -31,9 +31,13 @@ def _friendly(command: F) -> F:
 
 
 workspace_option = click.option(
-    "--workspace", "-w", type=click.Path(path_type=Path), envvar="AMID_WORKSPACE", required=True,
+    "--workspace",
+    "-w",
+    type=click.Path(path_type=Path),
+    envvar="AMID_WORKSPACE",
+    required=True,
     help="the run's workspace folder (or AMID_WORKSPACE)",
-)  # fmt: skip
+)
 
 
 def _workspace(path: Path) -> Any:
@@ -73,8 +77,10 @@ def init(task: Path, workspace: Path, link: bool) -> None:
     ws = init_workspace(import_task(task), workspace, link_data=link)
     contract = ws.contract()
     folds = ws.folds()
-    click.echo(f"workspace {ws.root}: task {contract.id} ({contract.task_type}, {contract.modality}), "
-               f"{len(folds.case_groups)} training cases in {folds.k} locked folds")  # fmt: skip
+    click.echo(
+        f"workspace {ws.root}: task {contract.id} ({contract.task_type}, {contract.modality}), "
+        f"{len(folds.case_groups)} training cases in {folds.k} locked folds"
+    )
 
 
 @main.command()
@@ -202,8 +208,13 @@ def connect(client: str, agent: str, workspace: Path, url: str | None) -> None:
 
 
 @main.command()
-@click.option("--workspace", "-w", type=click.Path(path_type=Path), default=None,
-              help="where to build the demo run [a new temporary folder]")  # fmt: skip
+@click.option(
+    "--workspace",
+    "-w",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="where to build the demo run [a new temporary folder]",
+)
 @_friendly
 def demo(workspace: Path | None) -> None:
     """Run the embedded demo end to end: make the task, init, serve, drive scripted agents."""

@@ -32,8 +32,9 @@ class Connection:
 
 
 def _claude(url: str, worktree: Path) -> tuple[Path, str, str]:
-    config = {"mcpServers": {"amid": {"type": "http", "url": url,
-                                      "headers": {"Authorization": "Bearer ${AMID_TOKEN}"}}}}  # fmt: skip
+    config = {
+        "mcpServers": {"amid": {"type": "http", "url": url, "headers": {"Authorization": "Bearer ${AMID_TOKEN}"}}}
+    }
     command = "claude --mcp-config .mcp.json --strict-mcp-config --allowedTools 'mcp__amid__*'"
     return worktree / ".mcp.json", json.dumps(config, indent=2) + "\n", command
 
@@ -58,9 +59,15 @@ def _cursor(url: str, worktree: Path) -> tuple[Path, str, str]:
 def _opencode(url: str, worktree: Path) -> tuple[Path, str, str]:
     config = {
         "$schema": "https://opencode.ai/config.json",
-        "mcp": {"amid": {"type": "remote", "url": url, "enabled": True,
-                         "headers": {"Authorization": "Bearer {env:AMID_TOKEN}"}}},
-    }  # fmt: skip
+        "mcp": {
+            "amid": {
+                "type": "remote",
+                "url": url,
+                "enabled": True,
+                "headers": {"Authorization": "Bearer {env:AMID_TOKEN}"},
+            }
+        },
+    }
     return worktree / "opencode.json", json.dumps(config, indent=2) + "\n", "opencode"
 
 
@@ -79,11 +86,11 @@ def ensure_worktree(workspace: Workspace, agent_id: str) -> Path:
     worktree = workspace.worktrees_dir / agent_id
     if worktree.is_dir():
         return worktree
-    repo = git.Repo(workspace.repo_dir)
     branch = f"agent/{agent_id}"
-    if branch in [head.name for head in repo.heads]:
-        raise Conflict(f"agent: branch {branch} exists without its worktree; pick another agent name")
-    repo.git.worktree("add", "-b", branch, str(worktree), "main")
+    with git.Repo(workspace.repo_dir) as repo:
+        if branch in [head.name for head in repo.heads]:
+            raise Conflict(f"agent: branch {branch} exists without its worktree; pick another agent name")
+        repo.git.worktree("add", "-b", branch, str(worktree), "main")
     return worktree
 
 

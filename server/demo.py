@@ -38,8 +38,9 @@ def start_server(workspace: Path, timeout_s: float = 60.0) -> tuple[subprocess.P
     log_path = workspace / ".amid" / "serve.log"
     command = [sys.executable, "-m", "server.cli", "serve", "-w", str(workspace), "--port", "0"]
     with log_path.open("ab") as log:
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log,
-                                   env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
+        process = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=log, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+        )
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         marker = read_server_marker(Workspace(workspace))
@@ -66,10 +67,15 @@ async def _script(url: str, worker_token: str, supervisor_token: str) -> dict[st
     steps: dict[str, Any] = {}
     async with connect(url, worker_token) as worker, connect(url, supervisor_token) as supervisor:
         task = await call(worker, "get_task")
-        steps["get_task"] = f"{task['task_id']}: {task['task_type']} on {task['modality']}, " \
-                            f"{task['k_folds']} folds, primary {task['primary_metric']}"  # fmt: skip
-        beat = await call(supervisor, "send_heartbeat", {"agent_id": "worker-1", "kind": "reflection",
-                                                         "prompt": "Read the data profile before training."})  # fmt: skip
+        steps["get_task"] = (
+            f"{task['task_id']}: {task['task_type']} on {task['modality']}, "
+            f"{task['k_folds']} folds, primary {task['primary_metric']}"
+        )
+        beat = await call(
+            supervisor,
+            "send_heartbeat",
+            {"agent_id": "worker-1", "kind": "reflection", "prompt": "Read the data profile before training."},
+        )
         steps["send_heartbeat"] = f"heartbeat {beat['heartbeat_id']} queued for worker-1"
         again = await call(worker, "get_task", {"include_case_ids": False})
         steps["inbox"] = "; ".join(item["prompt"] for item in again["inbox"]) or "(empty)"
@@ -99,5 +105,5 @@ def run_demo(root: Path | None = None) -> Workspace:
         table.add_row(step, str(result))
     console.print(table)
     console.print(f"ledger: {status['events']} events, agents {[a['agent_id'] for a in status['agents']]}")
-    console.print(f"inspect it: amid sql \"SELECT * FROM v_agent_activity\" -w {workspace.root}")
+    console.print(f'inspect it: amid sql "SELECT * FROM v_agent_activity" -w {workspace.root}')
     return workspace

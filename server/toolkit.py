@@ -132,7 +132,7 @@ def _progress_bridge(mcp_context: Context) -> Progress:
     def report(done: float, total: float | None = None, message: str | None = None) -> None:
         try:
             anyio.from_thread.run(mcp_context.report_progress, done, total, message)
-        except Exception:  # noqa: BLE001 - progress is best effort; the client may have gone
+        except Exception:
             return
 
     return report
@@ -154,3 +154,26 @@ def register(mcp: MCPServer, spec: ToolSpec, services: Services, local_identity:
         annotations=annotations,
         structured_output=True,
     )
+    # Titles that pydantic derives from field names repeat the names: drop them from the published
+    # schemas (every byte of tools/list sits in each client's context). The SDK exposes no public
+    # hook for this, hence the one reach into its tool manager.
+    tool = mcp._tool_manager.get_tool(spec.name)
+    if tool is not None:
+        _drop_titles(tool.parameters)
+        _drop_titles(tool.fn_metadata.output_schema)
+
+
+def _drop_titles(schema: Any) -> None:
+    """Remove `title` keywords from a JSON schema, walking only schema positions (a property that
+    is itself named "title" is kept)."""
+    if not isinstance(schema, dict):
+        return
+    schema.pop("title", None)
+    for key in ("properties", "$defs"):
+        for sub in (schema.get(key) or {}).values():
+            _drop_titles(sub)
+    for key in ("anyOf", "allOf", "oneOf"):
+        for sub in schema.get(key) or []:
+            _drop_titles(sub)
+    for key in ("items", "additionalProperties"):
+        _drop_titles(schema.get(key))

@@ -19,7 +19,7 @@ from typing import Any
 from server.errors import Conflict, InvalidInput, NotFound
 from server.ledger import Ledger, utcnow
 from tools.task.cases import Case, discover_cases
-from tools.task.contract import TaskContract, contract_hash, load_contract, write_contract
+from tools.task.contract import TaskContract, load_contract, write_contract
 from tools.task.folds import LockedFolds, make_folds
 from tools.task.importers import ImportedTask
 
@@ -84,9 +84,20 @@ class Workspace:
 
 
 WORKSPACE_FOLDERS = (
-    "task", "private", "repo", "worktrees", "memory/notes", "memory/skills", "memory/lanes", "artifacts",
-    "jobs", "reviews", "exports", "package", ".amid",
-)  # fmt: skip
+    "task",
+    "private",
+    "repo",
+    "worktrees",
+    "memory/notes",
+    "memory/skills",
+    "memory/lanes",
+    "artifacts",
+    "jobs",
+    "reviews",
+    "exports",
+    "package",
+    ".amid",
+)
 
 
 def check_target(target: Path) -> None:
@@ -124,8 +135,12 @@ def _populate(ws: Workspace, imported: ImportedTask, link_data: bool) -> None:
     if not cases:
         raise InvalidInput(f"layout.train_images: no cases found in {contract.layout.train_images}")
     cases = _split_holdout(ws, contract, cases)
-    folds = make_folds({c.case_id: c.group or c.case_id for c in cases}, contract.validation.k_folds,
-                       contract.validation.seed, contract.layout.group_key)  # fmt: skip
+    folds = make_folds(
+        {c.case_id: c.group or c.case_id for c in cases},
+        contract.validation.k_folds,
+        contract.validation.seed,
+        contract.layout.group_key,
+    )
     (ws.task_dir / "folds.json").write_text(folds.model_dump_json(indent=1))
     (ws.task_dir / "description.md").write_text(imported.description or contract.description)
     digest = write_contract(contract, ws.task_dir / "contract.yaml")
@@ -193,22 +208,26 @@ REPO_GITIGNORE = "__pycache__/\n*.pyc\n.amid-local/\n.mcp.json\n.cursor/\nopenco
 def _init_repo(ws: Workspace, contract: TaskContract) -> None:
     import git
 
-    repo = git.Repo.init(ws.repo_dir, initial_branch="main")
-    with repo.config_writer() as config:
-        config.set_value("user", "name", "amid")
-        config.set_value("user", "email", "amid@localhost")
-    (ws.repo_dir / "README.md").write_text(REPO_README.format(task_id=contract.id))
-    (ws.repo_dir / ".gitignore").write_text(REPO_GITIGNORE)
-    repo.index.add(["README.md", ".gitignore"])
-    repo.index.commit(f"Start run {contract.id}")
+    with git.Repo.init(ws.repo_dir, initial_branch="main") as repo:  # closing ends git's helper processes
+        with repo.config_writer() as config:
+            config.set_value("user", "name", "amid")
+            config.set_value("user", "email", "amid@localhost")
+        (ws.repo_dir / "README.md").write_text(REPO_README.format(task_id=contract.id))
+        (ws.repo_dir / ".gitignore").write_text(REPO_GITIGNORE)
+        repo.index.add(["README.md", ".gitignore"])
+        repo.index.commit(f"Start run {contract.id}")
 
 
 def _record_run(ledger: Ledger, contract: TaskContract, digest: str, n_cases: int) -> None:
     state = {
-        "contract_hash": digest, "task_id": contract.id, "primary_metric": contract.primary_metric,
-        "primary_direction": contract.primary.direction, "stage": "exploration",
-        "started_at": utcnow().isoformat(), "n_train_cases": n_cases,
-    }  # fmt: skip
+        "contract_hash": digest,
+        "task_id": contract.id,
+        "primary_metric": contract.primary_metric,
+        "primary_direction": contract.primary.direction,
+        "stage": "exploration",
+        "started_at": utcnow().isoformat(),
+        "n_train_cases": n_cases,
+    }
     for key, value in state.items():
         ledger.activity.set_state(key, value)
     ledger.activity.log("run_initialised", agent_id=None, payload={"contract_hash": digest})
@@ -245,8 +264,7 @@ def write_server_marker(ws: Workspace, url: str, admin_secret: str) -> None:
             f"workspace {ws.root} is already served by pid {running['pid']} at {running['url']} "
             f"(started {running['started_at']}); stop it first or use another workspace"
         )
-    marker = {"pid": os.getpid(), "host": socket.gethostname(), "url": url,
-              "started_at": utcnow().isoformat() + "Z"}  # fmt: skip
+    marker = {"pid": os.getpid(), "host": socket.gethostname(), "url": url, "started_at": utcnow().isoformat() + "Z"}
     secret_file = ws.control_dir / "admin.secret"
     secret_file.write_text(admin_secret)
     secret_file.chmod(0o600)

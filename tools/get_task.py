@@ -75,25 +75,45 @@ def run(ctx: ToolContext, request: GetTaskInput) -> GetTaskResult:
     contract, folds, state = ctx.contract, ctx.folds, ctx.ledger.activity
     worktree = ctx.workspace.worktrees_dir / ctx.caller.agent_id
     return GetTaskResult(
-        task_id=contract.id, title=contract.title, task_type=contract.task_type,
-        modality=contract.modality, anatomy=contract.anatomy, description=contract.description,
-        metrics=[MetricView(name=m.name, direction=m.direction, convention=m.convention,
-                            primary=m.name == contract.primary_metric) for m in contract.metrics],
+        task_id=contract.id,
+        title=contract.title,
+        task_type=contract.task_type,
+        modality=contract.modality,
+        anatomy=contract.anatomy,
+        description=contract.description,
+        metrics=[
+            MetricView(
+                name=m.name, direction=m.direction, convention=m.convention, primary=m.name == contract.primary_metric
+            )
+            for m in contract.metrics
+        ],
         primary_metric=contract.primary_metric,
         layout=contract.layout.model_dump(mode="json"),
         prediction=contract.prediction.model_dump(mode="json"),
         submission=contract.submission.model_dump(mode="json"),
         task_dir=str(ctx.workspace.task_dir),
         worktree=str(worktree) if worktree.is_dir() else None,
-        k_folds=folds.k, group_key=folds.group_key,
-        folds=[FoldView(fold=f.fold, n_val=len(f.val_cases), n_train=len(f.train_cases),
-                        val_cases=f.val_cases if request.include_case_ids else []) for f in folds.folds],
+        k_folds=folds.k,
+        group_key=folds.group_key,
+        folds=[
+            FoldView(
+                fold=f.fold,
+                n_val=len(f.val_cases),
+                n_train=len(f.train_cases),
+                val_cases=f.val_cases if request.include_case_ids else [],
+            )
+            for f in folds.folds
+        ],
         stage=state.get_state("stage", "exploration"),
-        budget=BudgetView(wall_clock_hours=contract.budget.wall_clock_hours, gpus=contract.budget.gpus,
-                          hours_left=_hours_left(state.get_state("started_at"), contract.budget.wall_clock_hours)),
-        loop=list(LOOP), rules=list(RULES),
+        budget=BudgetView(
+            wall_clock_hours=contract.budget.wall_clock_hours,
+            gpus=contract.budget.gpus,
+            hours_left=_hours_left(state.get_state("started_at"), contract.budget.wall_clock_hours),
+        ),
+        loop=list(LOOP),
+        rules=list(RULES),
         contract_hash=state.get_state("contract_hash", ""),
-    )  # fmt: skip
+    )
 
 
 TOOL = ToolSpec(

@@ -40,10 +40,13 @@ def snapshot(ctx: ToolContext, request: SnapshotInput) -> SnapshotResult:
     """Snapshot of the whole run for the supervisor: stage, agents, attempts, lanes, jobs, recent events."""
     ledger = ctx.ledger
     agents = [
-        AgentView(agent_id=r["agent_id"], n_tool_calls=r["n_tool_calls"],
-                  last_seen=r["last_seen"].isoformat() if r["last_seen"] else None)
+        AgentView(
+            agent_id=r["agent_id"],
+            n_tool_calls=r["n_tool_calls"],
+            last_seen=r["last_seen"].isoformat() if r["last_seen"] else None,
+        )
         for r in ledger.db.fetchall("SELECT * FROM v_agent_activity ORDER BY agent_id")
-    ]  # fmt: skip
+    ]
     events = [
         {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in e.items()}
         for e in ledger.activity.events(limit=request.recent_events)

@@ -51,12 +51,13 @@ class LocalBackend:
         self._host = socket.gethostname()
 
     def start(self, handle: JobHandle) -> Observation:
+        launched_at = files.utc_now()
         launch = {
             "gpu_uuids": list(handle.gpu_uuids),
             "pin_gpus": True,
             "kill_grace_s": self._kill_grace_s,
             "sample_interval_s": self._sample_interval_s,
-            "launched_at": files.utc_now(),
+            "launched_at": launched_at,
         }
         files.write_json_atomic(handle.job_dir / files.LAUNCH, launch)
         try:
@@ -67,7 +68,7 @@ class LocalBackend:
         if identity is not None and not (handle.job_dir / files.WRAPPER).exists():
             record = {**identity.to_json(), "host": self._host}
             files.write_json_atomic(handle.job_dir / files.WRAPPER, record)
-        return Observation("running", f"{self._host}:{pid}", started_at=launch["launched_at"])
+        return Observation("running", f"{self._host}:{pid}", started_at=launched_at)
 
     def _spawn(self, job_dir: Path) -> int:
         log_flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
@@ -105,7 +106,10 @@ class LocalBackend:
         launch = files.read_json(job_dir / files.LAUNCH) or {}
         launched_at = launch.get("launched_at")
         # Not recorded yet: a wrapper that is still starting, unless it had ample time.
-        return launched_at is not None and files.seconds_between(launched_at, files.utc_now()) < self._start_grace_s
+        return (
+            launched_at is not None
+            and files.seconds_between(launched_at, files.utc_now()) < self._start_grace_s
+        )
 
     def _wrapper_vanished(self, handle: JobHandle) -> Observation:
         """The wrapper is gone without a word: stop what it left behind, never run it again."""

@@ -92,7 +92,9 @@ def place(
 def _describe(inventory: Sequence[GpuInfo], free_only: bool = False) -> str:
     if free_only:
         return ", ".join(f"GPU{g.index} {g.memory_free_mb} MiB" for g in inventory)
-    return f"{len(inventory)} GPU(s): " + ", ".join(f"GPU{g.index} {g.memory_total_mb} MiB" for g in inventory)
+    return f"{len(inventory)} GPU(s): " + ", ".join(
+        f"GPU{g.index} {g.memory_total_mb} MiB" for g in inventory
+    )
 
 
 def plan_dispatch(

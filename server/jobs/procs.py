@@ -8,24 +8,23 @@ for ever. Stdlib-only, because the wrapper imports it before recording its pid.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 _PROC = Path("/proc")
 
 
-@dataclass(frozen=True)
-class ProcessIdentity:
+class ProcessIdentity(NamedTuple):  # a NamedTuple, not a dataclass: the wrapper must start fast
     pid: int
     start_ticks: int
     boot_id: str
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return self._asdict()
 
     @classmethod
     def from_json(cls, payload: dict[str, Any]) -> ProcessIdentity:
@@ -65,10 +64,8 @@ def is_alive(identity: ProcessIdentity) -> bool:
 
 def _reap_if_child(pid: int) -> None:
     """Collect the exit status of our own finished child, so it does not linger as a zombie."""
-    try:
+    with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
 
 
 def group_members(pgid: int) -> list[int]:
@@ -84,10 +81,8 @@ def group_members(pgid: int) -> list[int]:
 
 
 def signal_group(pgid: int, signum: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signum)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def terminate_group(pgid: int, grace_s: float) -> bool:

@@ -77,9 +77,10 @@ class JobStore:
 
     def _interrupted(self, job_dir: Path, spec: JobSpec, backend: BackendName) -> JobState:
         now = files.utc_now()
+        reason = "the server stopped before this submission was acknowledged; it never started"
         state = JobState(
             job_id=job_dir.name, agent_id="unknown", spec=spec, status="failed", backend=backend,
-            created_at=now, ended_at=now, reason="the server stopped before this submission was acknowledged; never started",
+            created_at=now, ended_at=now, reason=reason,
         )  # fmt: skip
         self.save(state)
         return state

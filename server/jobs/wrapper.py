@@ -65,7 +65,9 @@ def child_env(job_id: str, job_dir: Path, spec: dict[str, Any], launch: dict[str
     return env
 
 
-def run_job(job_dir: Path, spec: dict[str, Any], launch: dict[str, Any], stop: threading.Event) -> dict[str, Any]:
+def run_job(
+    job_dir: Path, spec: dict[str, Any], launch: dict[str, Any], stop: threading.Event
+) -> dict[str, Any]:
     started_at = files.utc_now()
     if _stop_cause(job_dir, stop):
         return _outcome("cancelled", None, started_at, "cancelled before the command started")
@@ -79,7 +81,9 @@ def run_job(job_dir: Path, spec: dict[str, Any], launch: dict[str, Any], stop: t
         except OSError as exc:
             return _outcome("failed", 127, started_at, f"could not start {spec['command'][0]!r}: {exc}")
     child_id = identify(child.pid)
-    files.write_json_atomic(job_dir / files.CHILD, {**(child_id.to_json() if child_id else {}), "pgid": child.pid})
+    files.write_json_atomic(
+        job_dir / files.CHILD, {**(child_id.to_json() if child_id else {}), "pgid": child.pid}
+    )
     return _supervise(job_dir, child, spec, launch, stop, started_at)
 
 
@@ -122,12 +126,14 @@ def _stop_cause(job_dir: Path, stop: threading.Event) -> str | None:
 def _describe_end(
     cause: str | None, exit_code: int, killed: bool, spec: dict[str, Any], grace_s: float, started_at: str
 ) -> dict[str, Any]:
-    how = f"SIGKILL after {grace_s:g} s grace" if killed else "SIGTERM"
+    stopped_by = f"SIGKILL after {grace_s:g} s grace" if killed else "SIGTERM"
+    how = f"process group stopped ({stopped_by})"
     if cause == "timed_out":
-        return _outcome("timed_out", exit_code, started_at, f"time limit of {spec['time_limit_s']} s reached; "
-                        f"process group stopped ({how})")  # fmt: skip
+        return _outcome(
+            "timed_out", exit_code, started_at, f"time limit of {spec['time_limit_s']} s reached; {how}"
+        )
     if cause is not None:
-        return _outcome("cancelled", exit_code, started_at, f"stopped on request ({cause}); process group stopped ({how})")
+        return _outcome("cancelled", exit_code, started_at, f"stopped on request; {how}")
     if exit_code == 0:
         return _outcome("succeeded", 0, started_at, None)
     if exit_code < 0:

@@ -22,7 +22,8 @@ class Activity:
         payload: dict[str, Any] | None = None,
     ) -> None:
         self.db.execute(
-            "INSERT INTO events (occurred_at, agent_id, kind, subject_type, subject_id, payload) VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO events (occurred_at, agent_id, kind, subject_type, subject_id, payload) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
             [utcnow(), agent_id, kind, subject_type, subject_id, json.dumps(payload or {}, default=str)],
         )
 

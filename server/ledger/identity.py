@@ -49,9 +49,7 @@ class Identities:
             if row and row[0] != role:
                 raise Conflict(f"name: agent {name!r} already exists with role {row[0]!r}, not {role!r}")
             if not row:
-                cur.execute(
-                    "INSERT INTO agents VALUES (?, ?, ?, ?)", [name, role, now, json.dumps(metadata or {})]
-                )
+                cur.execute("INSERT INTO agents VALUES (?, ?, ?, ?)", [name, role, now, json.dumps(metadata or {})])
             cur.execute(
                 "INSERT INTO tokens VALUES (?, ?, ?, ?, ?, NULL)",
                 [hash_token(token), token[:9] + "…", name, role, now],
@@ -72,9 +70,7 @@ class Identities:
             ).fetchone()
             if not count or count[0] == 0:
                 raise NotFound(f"name: no live token for agent {name!r}; see `amid token list`", field="name")
-            cur.execute(
-                "UPDATE tokens SET revoked_at = ? WHERE agent_id = ? AND revoked_at IS NULL", [utcnow(), name]
-            )
+            cur.execute("UPDATE tokens SET revoked_at = ? WHERE agent_id = ? AND revoked_at IS NULL", [utcnow(), name])
         return int(count[0])
 
     def list(self) -> list[dict[str, Any]]:

@@ -3,49 +3,24 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import httpx2
 import pytest
 
-from server.demo import start_server, stop_server
 from server.local_client import call as admin_call
 from server.mcp_client import ToolCallFailed, call, connect
-from server.workspace import Workspace
+from tests.server.conftest import Running
 
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "probe", "version": "0"}}}  # fmt: skip
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "0"}},
+}
 ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-
-
-@dataclass
-class Running:
-    workspace: Workspace
-    url: str
-    tokens: dict[str, str]
-
-
-@pytest.fixture(scope="module")
-def running(_pristine_workspace: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
-    root = tmp_path_factory.mktemp("http") / "ws"
-    shutil.copytree(_pristine_workspace, root)
-    workspace = Workspace.open(root)
-    process, url = start_server(root)
-    try:
-        tokens = {
-            name: admin_call(workspace, "token_create", {"name": name, "role": role})["token"]
-            for name, role in (("alice", "agent"), ("bob", "agent"), ("boss", "supervisor"), ("hugo", "human"))
-        }
-        yield Running(workspace, url, tokens)
-    finally:
-        stop_server(process)
 
 
 async def _get_task(running: Running, who: str, mode: str = "legacy") -> dict:
@@ -57,9 +32,14 @@ def test_two_agents_with_two_tokens_are_told_apart_in_the_events_log(running: Ru
     asyncio.run(_get_task(running, "alice", "legacy"))
     asyncio.run(_get_task(running, "bob", "auto"))
     asyncio.run(_get_task(running, "bob", "legacy"))
-    rows = admin_call(running.workspace, "sql", {
-        "query": "SELECT agent_id, count(*) FROM events WHERE kind = 'tool_call' AND subject_id = 'get_task' "
-                 "GROUP BY agent_id ORDER BY agent_id"})["rows"]  # fmt: skip
+    rows = admin_call(
+        running.workspace,
+        "sql",
+        {
+            "query": "SELECT agent_id, count(*) FROM events WHERE kind = 'tool_call' AND subject_id = 'get_task' "
+            "GROUP BY agent_id ORDER BY agent_id"
+        },
+    )["rows"]
     counts = dict(rows)
     assert counts["alice"] >= 1 and counts["bob"] >= 2
     assert counts["bob"] - counts.get("alice", 0) >= 1
@@ -114,8 +94,10 @@ def test_a_second_server_on_the_same_workspace_exits_at_once_naming_the_first(ru
     started = time.monotonic()
     result = subprocess.run(
         [sys.executable, "-m", "server.cli", "serve", "-w", str(running.workspace.root), "--port", "0"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2
     assert "already served by pid" in result.stderr and running.url in result.stderr
     assert time.monotonic() - started < 30

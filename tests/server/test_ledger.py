@@ -15,8 +15,14 @@ def test_migrations_apply_once_and_views_exist(tmp_path: Path) -> None:
     try:
         assert ledger.db.scalar("SELECT count(*) FROM schema_migrations") == 1
         views = {r["view_name"] for r in ledger.db.fetchall("SELECT view_name FROM duckdb_views() WHERE NOT internal")}
-        assert {"v_attempts", "v_leaderboard", "v_lane_summary", "v_agent_activity", "v_failed_checks",
-                "v_jobs"} <= views  # fmt: skip
+        assert {
+            "v_attempts",
+            "v_leaderboard",
+            "v_lane_summary",
+            "v_agent_activity",
+            "v_failed_checks",
+            "v_jobs",
+        } <= views
     finally:
         ledger.close()
 
@@ -52,9 +58,15 @@ def test_an_agent_keeps_its_role(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "query",
-    ["DELETE FROM events", "DROP TABLE events", "INSERT INTO agents VALUES ('x','agent',now(),'{}')",
-     "SELECT 1; DELETE FROM events", "EXPLAIN ANALYZE DELETE FROM events", "COPY events TO 'x.csv'"],
-)  # fmt: skip
+    [
+        "DELETE FROM events",
+        "DROP TABLE events",
+        "INSERT INTO agents VALUES ('x','agent',now(),'{}')",
+        "SELECT 1; DELETE FROM events",
+        "EXPLAIN ANALYZE DELETE FROM events",
+        "COPY events TO 'x.csv'",
+    ],
+)
 def test_read_only_sql_refuses_every_write_by_statement_type(tmp_path: Path, query: str) -> None:
     ledger = Ledger(tmp_path / "a.duckdb")
     try:
@@ -75,8 +87,9 @@ def test_a_second_writer_on_the_same_file_fails_fast(tmp_path: Path) -> None:
     ledger = Ledger(tmp_path / "a.duckdb")
     try:
         probe = "from server.ledger import Ledger; import sys; Ledger(__import__('pathlib').Path(sys.argv[1]))"
-        result = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "a.duckdb")],
-                                capture_output=True, text=True, timeout=60)  # fmt: skip
+        result = subprocess.run(
+            [sys.executable, "-c", probe, str(tmp_path / "a.duckdb")], capture_output=True, text=True, timeout=60
+        )
         assert result.returncode != 0
         assert "is locked by another process" in result.stderr
     finally:

@@ -16,11 +16,22 @@ from tools.task.importers import import_task
 
 
 def test_init_creates_the_full_layout_with_git_ledger_contract_and_folds(workspace: Workspace) -> None:
-    for folder in ("task", "private", "repo", "memory/notes", "memory/skills", "memory/lanes", "artifacts",
-                   "jobs", "reviews", "exports", "package"):  # fmt: skip
+    for folder in (
+        "task",
+        "private",
+        "repo",
+        "memory/notes",
+        "memory/skills",
+        "memory/lanes",
+        "artifacts",
+        "jobs",
+        "reviews",
+        "exports",
+        "package",
+    ):
         assert (workspace.root / folder).is_dir(), folder
-    repo = git.Repo(workspace.repo_dir)
-    assert repo.head.commit.message.startswith("Start run demo-liver-lesion-ct")
+    with git.Repo(workspace.repo_dir) as repo:
+        assert str(repo.head.commit.message).startswith("Start run demo-liver-lesion-ct")
     ledger = Ledger(workspace.ledger_path, read_only=True)
     try:
         assert ledger.activity.get_state("contract_hash") == contract_hash(workspace.contract())

@@ -29,9 +29,20 @@ TaskType = Literal[
 ]
 Direction = Literal["higher_better", "lower_better"]
 Modality = Literal[
-    "CT", "MRI", "PET", "X-ray", "ultrasound", "pathology", "microscopy", "fundus", "OCT",
-    "endoscopy", "dermoscopy", "multi", "other",
-]  # fmt: skip
+    "CT",
+    "MRI",
+    "PET",
+    "X-ray",
+    "ultrasound",
+    "pathology",
+    "microscopy",
+    "fundus",
+    "OCT",
+    "endoscopy",
+    "dermoscopy",
+    "multi",
+    "other",
+]
 PredictionFileType = Literal["nifti", "png", "tiff", "csv", "json", "none"]
 
 SLUG = r"^[a-z0-9][a-z0-9._-]{0,63}$"

@@ -157,11 +157,15 @@ def import_rex_mle(folder: Path) -> ImportedTask:
         ],
         "primary_metric": primary,
         "prediction": _prediction_schema(task_type, layout),
-        "submission": {"columns": columns, "id_column": columns[0], "file_column": file_column,
-                       "sample_submission": sample},
+        "submission": {
+            "columns": columns,
+            "id_column": columns[0],
+            "file_column": file_column,
+            "sample_submission": sample,
+        },
         "grader": _grader(grader, folder),
         "source": {"format": "rex_mle", "origin": str(folder)},
-    }  # fmt: skip
+    }
     contract = parse_contract(data, source_file="config.yaml")
     private = [(folder / "private", ".")] if (folder / "private").is_dir() else []
     if contract.grader:
@@ -226,11 +230,10 @@ def import_nnunet(folder: Path) -> ImportedTask:
             {"name": "hd95", "direction": "lower_better", "convention": DEFAULT_CONVENTIONS["hd95"]},
         ],
         "primary_metric": "dice",
-        "prediction": {"file_type": "nifti" if ".nii" in ending else "png",
-                       "label_values": sorted(label_values)},
+        "prediction": {"file_type": "nifti" if ".nii" in ending else "png", "label_values": sorted(label_values)},
         "submission": {"columns": ["case_id", "prediction_path"], "file_column": "prediction_path"},
         "source": {"format": "nnunet", "origin": str(folder)},
-    }  # fmt: skip
+    }
     contract = parse_contract(data, source_file="dataset.json")
     copies = [(folder / rel, rel) for rel in ("imagesTr", "labelsTr", "imagesTs") if (folder / rel).is_dir()]
     return ImportedTask(contract, copies, [], contract.description)

@@ -41,7 +41,7 @@ def test_challenge_without_metric_directions_is_refused_naming_the_file(demo_cha
     with pytest.raises(InvalidInput, match=r"metric_config.json: field metric_directions is missing"):
         import_task(folder)
     (folder / "metric_config.json").unlink()
-    with pytest.raises(InvalidInput, match="metric_config.json: missing"):
+    with pytest.raises(InvalidInput, match=r"metric_config\.json: missing"):
         import_task(folder)
 
 
@@ -78,7 +78,7 @@ def test_nnunet_dataset_json_without_file_ending_is_refused(tmp_path: Path) -> N
     spec = json.loads((folder / "dataset.json").read_text())
     del spec["file_ending"]
     (folder / "dataset.json").write_text(json.dumps(spec))
-    with pytest.raises(InvalidInput, match="dataset.json: field file_ending is missing"):
+    with pytest.raises(InvalidInput, match=r"dataset\.json: field file_ending is missing"):
         import_task(folder)
 
 
@@ -103,7 +103,7 @@ def test_malformed_task_yaml_names_the_file_and_fields(tmp_path: Path) -> None:
     assert message.startswith("task.yaml:")
     assert "field modality" in message
     path.write_text("id: [unclosed")
-    with pytest.raises(InvalidInput, match="task.yaml: not valid YAML"):
+    with pytest.raises(InvalidInput, match=r"task\.yaml: not valid YAML"):
         import_task(path)
 
 

@@ -1,0 +1,21 @@
+# The two commands of the README: `make demo` and `make test`. Both set up a fresh machine first.
+.PHONY: setup demo test test-only lint bench
+
+setup:
+	bash .ci/setup
+
+demo: setup
+	.venv/bin/amid demo
+
+test: setup
+	$(MAKE) test-only
+
+test-only:
+	AMID_NPM_PREFIX=$${AMID_NPM_PREFIX:-$$HOME/.cache/amid/npm} .venv/bin/python -m pytest
+
+lint:
+	.venv/bin/python -m ruff check . && .venv/bin/python -m ruff format --check . && .venv/bin/python -m mypy
+
+bench:
+	.venv/bin/python benchmarks/serve_ready.py
+	.venv/bin/python benchmarks/tools_list_size.py

@@ -1,0 +1,118 @@
+"""Time from starting `amid serve` to a first answered MCP tool call, beside a bare SDK server.
+
+Reference: the MCP SDK's own minimal server (`MCPServer` with one tool, Streamable HTTP, uvicorn)
+started the same way. Both are measured in one run, N times each, as medians; the result is the
+ratio amid / reference.
+
+    python benchmarks/serve_ready.py [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks._common import demo_workspace, write_result
+from server.demo import stop_server
+from server.local_client import call as admin_call
+from server.mcp_client import call, connect
+
+BARE_SERVER = """
+import sys
+from mcp.server import MCPServer
+mcp = MCPServer("bare")
+@mcp.tool()
+def ping() -> str:
+    return "pong"
+mcp.run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]), stateless_http=True)
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def _first_call(url: str, token: str, tool: str, deadline: float) -> None:
+    while True:
+        try:
+            async with connect(url, token) as client:
+                await call(client, tool)
+                return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.02)
+
+
+def _time_amid(workspace: Path, token: str) -> float:
+    port = _free_port()
+    started = time.monotonic()
+    command = [sys.executable, "-m", "server.cli", "serve", "-w", str(workspace), "--port", str(port)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        asyncio.run(_first_call(f"http://127.0.0.1:{port}/mcp", token, "get_task", started + 60))
+        return time.monotonic() - started
+    finally:
+        stop_server(process)  # type: ignore[arg-type]
+
+
+def _time_bare(script: Path) -> float:
+    port = _free_port()
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [sys.executable, str(script), str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        asyncio.run(_first_call(f"http://127.0.0.1:{port}/mcp", "none", "ping", started + 60))
+        return time.monotonic() - started
+    finally:
+        stop_server(process)  # type: ignore[arg-type]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    ws = demo_workspace()
+    token = admin_call(ws, "token_create", {"name": "bench", "role": "agent"})["token"]
+    script = Path(tempfile.mkdtemp()) / "bare.py"
+    script.write_text(BARE_SERVER)
+    amid_s, bare_s = [], []
+    for _ in range(args.runs):
+        amid_s.append(_time_amid(ws.root, token))
+        bare_s.append(_time_bare(script))
+    amid_median, bare_median = statistics.median(amid_s), statistics.median(bare_s)
+    print(
+        f"amid serve → first get_task: median {amid_median:.2f} s over {args.runs} runs {[round(x, 2) for x in amid_s]}"
+    )
+    print(f"bare SDK server → first ping: median {bare_median:.2f} s {[round(x, 2) for x in bare_s]}")
+    print(f"ratio amid / bare SDK: {amid_median / bare_median:.2f}")
+    path = write_result(
+        "serve_ready",
+        {
+            "runs": args.runs,
+            "amid_s": amid_s,
+            "bare_sdk_s": bare_s,
+            "amid_median_s": amid_median,
+            "bare_median_s": bare_median,
+            "ratio": amid_median / bare_median,
+            "cpu_count": os.cpu_count(),
+        },
+    )
+    print(f"written {path}")
+
+
+if __name__ == "__main__":
+    main()

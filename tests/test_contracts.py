@@ -1,0 +1,74 @@
+"""Contract tests against drift: tools documented, settings documented, tool list within budget."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+
+from mcp import Client
+
+from server.app import build_app, tool_specs
+from server.context import Services
+from server.ledger import Identity
+from server.settings import documented_settings
+
+ROOT = Path(__file__).resolve().parent.parent
+AGENT_TOOLS_TOKEN_BUDGET = 6000
+
+
+def _readme() -> str:
+    return (ROOT / "README.md").read_text()
+
+
+def test_readme_starts_with_the_two_setup_commands() -> None:
+    block = re.search(r"```bash\n(.*?)```", _readme(), re.S)
+    assert block is not None
+    commands = [line.split("#")[0].strip() for line in block.group(1).splitlines() if line.strip()]
+    assert commands == ["make demo", "make test"]
+    makefile = (ROOT / "Makefile").read_text()
+    assert "demo: setup" in makefile and "test: setup" in makefile
+
+
+def test_every_tool_is_in_the_readme_and_in_a_skill() -> None:
+    readme = _readme()
+    skills = " ".join(p.read_text() for p in (ROOT / "skills").glob("*/SKILL.md"))
+    for spec in tool_specs():
+        assert f"| `{spec.name}` |" in readme, spec.name
+        assert f"`{spec.name}`" in skills, spec.name
+
+
+def test_every_setting_is_documented_in_the_readme_with_help_text() -> None:
+    readme = _readme()
+    for name, help_text in documented_settings().items():
+        assert help_text, name
+        assert f"| `{name}` |" in readme, name
+
+
+def test_every_skill_has_front_matter_with_name_and_description() -> None:
+    for path in (ROOT / "skills").glob("*/SKILL.md"):
+        match = re.match(r"---\nname: (.+)\ndescription: (.+)\n---\n", path.read_text())
+        assert match and match.group(1) == path.parent.name, path
+
+
+def test_agent_facing_tool_definitions_fit_the_token_budget(services: Services) -> None:
+    app = build_app(services, local_identity=Identity(agent_id="x", role="agent"), with_auth=False)
+
+    async def listed() -> list[dict]:
+        async with Client(app.mcp, mode="legacy") as client:
+            return [
+                t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in (await client.list_tools()).tools
+            ]
+
+    agent_tools = {s.name for s in tool_specs() if "agent" in s.roles}
+    size = sum(len(json.dumps(t, separators=(",", ":"))) for t in asyncio.run(listed()) if t["name"] in agent_tools)
+    assert size / 4 <= AGENT_TOOLS_TOKEN_BUDGET
+
+
+def test_every_error_class_has_a_distinct_code() -> None:
+    from server import errors
+
+    classes = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.AmidError)]
+    codes = [c.code for c in classes]
+    assert len(codes) == len(set(codes)) >= 7
