@@ -1,0 +1,89 @@
+"""Read the registry YAML shipped in this package and validate every entry.
+
+A file holds one entry (a mapping) or several (a list of mappings). A bad entry fails with a
+message naming the file, the entry and the field, so the data can be fixed without guessing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from registry.schemas import FoundationModel, LaneTemplate
+from server.errors import DataUnreadable
+
+REGISTRY_DIR = Path(__file__).parent
+FOUNDATION_MODELS_DIR = REGISTRY_DIR / "foundation_models"
+LANE_TEMPLATES_DIR = REGISTRY_DIR / "lane_templates"
+
+EntryT = TypeVar("EntryT", bound=BaseModel)
+
+
+def load_foundation_models(directory: Path | None = None) -> list[FoundationModel]:
+    """Every foundation-model entry, validated, in file then entry order."""
+    return list(_load_cached(FoundationModel, directory or FOUNDATION_MODELS_DIR))
+
+
+def load_lane_templates(directory: Path | None = None) -> list[LaneTemplate]:
+    """Every lane template, validated, in file then entry order."""
+    return list(_load_cached(LaneTemplate, directory or LANE_TEMPLATES_DIR))
+
+
+@cache
+def _load_cached(schema: type[EntryT], directory: Path) -> tuple[EntryT, ...]:
+    # The shipped files never change while the process runs; parse them once.
+    entries = tuple(_load_directory(schema, directory))
+    _require_unique_ids(entries, directory)
+    return entries
+
+
+def _load_directory(schema: type[EntryT], directory: Path) -> Iterator[EntryT]:
+    files = sorted(directory.glob("*.yaml"))
+    if not files:
+        raise DataUnreadable(f"{directory}: no *.yaml registry files found", field="registry")
+    for path in files:
+        for index, raw in enumerate(_read_entries(path)):
+            yield _validate(schema, raw, path, index)
+
+
+def _read_entries(path: Path) -> list[Any]:
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as error:
+        raise DataUnreadable(f"{path.name}: cannot be read as YAML: {error}", field=path.name) from error
+    if isinstance(document, dict):
+        return [document]
+    if isinstance(document, list):
+        return document
+    raise DataUnreadable(
+        f"{path.name}: expected a mapping or a list of mappings, got {type(document).__name__}",
+        field=path.name,
+    )
+
+
+def _validate(schema: type[EntryT], raw: Any, path: Path, index: int) -> EntryT:
+    try:
+        return schema.model_validate(raw)
+    except ValidationError as error:
+        entry_id = raw.get("id", "?") if isinstance(raw, dict) else "?"
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "(entry)"
+        raise DataUnreadable(
+            f"{path.name}: entry {index} (id {entry_id!r}): field {field!r}: {first['msg']}"
+            f" (got {first.get('input')!r:.120})",
+            field=field,
+        ) from error
+
+
+def _require_unique_ids(entries: tuple[BaseModel, ...], directory: Path) -> None:
+    seen: set[str] = set()
+    for entry in entries:
+        entry_id = str(getattr(entry, "id", ""))
+        if entry_id in seen:
+            raise DataUnreadable(f"{directory.name}: id {entry_id!r} appears more than once", field="id")
+        seen.add(entry_id)
