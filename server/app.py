@@ -24,12 +24,12 @@ from server.protocol import INSTRUCTIONS
 from server.settings import Settings
 from server.toolkit import ToolSpec, register
 from server.workspace import Workspace
-from tools import get_task, supervision
+from tools import get_task, jobs, supervision
 
 
 def tool_specs() -> list[ToolSpec]:
     """Every tool of the server, in the order clients list them. Keep it fixed."""
-    return [get_task.TOOL, supervision.SNAPSHOT, supervision.HEARTBEAT]
+    return [get_task.TOOL, *jobs.TOOLS, supervision.SNAPSHOT, supervision.HEARTBEAT]
 
 
 class LedgerTokenVerifier:

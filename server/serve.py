@@ -7,6 +7,7 @@ import socket
 import sys
 from collections.abc import Callable
 
+from server import runtime
 from server.app import build_app, http_app
 from server.context import Services
 from server.errors import Conflict
@@ -55,11 +56,13 @@ def serve_http(settings: Settings, announce: Callable[[str], None] | None = None
         write_server_marker(services.workspace, url, secrets.token_urlsafe(32))
         services.ledger.activity.log("server_started", agent_id=None, payload={"url": url})
         app = build_app(services)
+        runtime.scheduler(services)  # re-attach to jobs that ran on while no server was up
         config = uvicorn.Config(http_app(app), log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
         if announce:
             announce(url)
         uvicorn.Server(config).run(sockets=[sock])
     finally:
+        runtime.shutdown(services)
         clear_server_marker(services.workspace)
         services.ledger.close()
 
@@ -76,4 +79,5 @@ def serve_stdio(settings: Settings, agent_id: str) -> None:
         print(f"amid: serving {agent_id} over stdio", file=sys.stderr)
         app.mcp.run("stdio")
     finally:
+        runtime.shutdown(services)
         services.ledger.close()

@@ -80,7 +80,8 @@ def _signature(spec: ToolSpec) -> inspect.Signature:
     params = [inspect.Parameter("mcp_context", inspect.Parameter.KEYWORD_ONLY, annotation=Context)]
     for name, field in spec.input_model.model_fields.items():
         default = inspect.Parameter.empty if field.is_required() else field.get_default(call_default_factory=True)
-        annotation = Annotated[field.annotation, field]  # type: ignore[name-defined]
+        # Constraints travel as metadata; the default goes on the parameter (not both places).
+        annotation = Annotated[(field.annotation, *field.metadata, Field(description=field.description))]  # type: ignore[name-defined]
         params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default))
     return inspect.Signature(params, return_annotation=spec.output_model)
 

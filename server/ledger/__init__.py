@@ -7,6 +7,7 @@ from pathlib import Path
 from server.ledger.activity import Activity
 from server.ledger.database import Database, utcnow
 from server.ledger.identity import Identities, Identity, Role
+from server.ledger.jobs import Jobs
 
 __all__ = ["Database", "Identity", "Ledger", "Role", "utcnow"]
 
@@ -19,6 +20,7 @@ class Ledger:
         self.db = Database(path, read_only=read_only)
         self.identities = Identities(self.db)
         self.activity = Activity(self.db)
+        self.jobs = Jobs(self.db)
 
     def counts_by_status(self, table: str) -> dict[str, int]:
         if table not in STATUS_TABLES:

@@ -1,0 +1,71 @@
+"""Long-lived subsystems of a server (job scheduler, reviewer pool): built once, lazily, and
+stopped with the server. They live in `Services.extras` so tools reach them through their context."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import Any
+
+from server.context import Services
+from server.errors import InvalidInput
+
+_lock = threading.Lock()
+
+
+def scheduler(services: Services) -> Any:
+    """The job scheduler of this server, created on first use and mirrored into the ledger."""
+    with _lock:
+        found = services.extras.get("scheduler")
+        if found is None:
+            found = services.extras["scheduler"] = _build_scheduler(services)
+        return found
+
+
+def _backend(services: Services) -> tuple[Any, Any]:
+    settings = services.settings
+    if settings.job_backend == "local":
+        from server.jobs.gpu import NvmlInventory
+        from server.jobs.local import LocalBackend
+
+        return LocalBackend(python=sys.executable, base_env=dict(os.environ)), NvmlInventory()
+    if settings.job_backend == "ray":
+        from server.jobs.ray_backend import RayBackend
+
+        if not settings.ray_address:
+            raise InvalidInput("setting ray_address: needed for job_backend=ray (AMID_RAY_ADDRESS)")
+        return RayBackend(settings.ray_address, auth_token=os.environ.get("RAY_AUTH_TOKEN")), None
+    if settings.job_backend == "slurm":
+        from server.jobs.slurm import SlurmBackend
+
+        return SlurmBackend(), None
+    raise InvalidInput(f"setting job_backend: got {settings.job_backend!r}; expected local, ray or slurm")
+
+
+def _build_scheduler(services: Services) -> Any:
+    from server.jobs.scheduler import JobScheduler
+    from server.jobs.spec import JobState, ledger_row
+
+    backend, inventory = _backend(services)
+    root = services.workspace.root
+
+    def mirror(state: JobState) -> None:
+        services.ledger.jobs.upsert(ledger_row(state, root))
+
+    return JobScheduler(
+        services.workspace.sub("jobs"),
+        backend,
+        inventory,
+        max_concurrent=services.settings.max_concurrent_jobs,
+        on_change=mirror,
+        queue_when_unplaceable=services.settings.queue_when_no_gpu,
+    )
+
+
+def shutdown(services: Services) -> None:
+    """Stop background subsystems; running jobs keep running (their wrappers survive)."""
+    for name in ("reviewer", "scheduler"):
+        subsystem = services.extras.pop(name, None)
+        if subsystem is not None:
+            subsystem.close()

@@ -1,0 +1,141 @@
+"""Jobs: run_gpu_job returns a job id at once; get_job waits (bounded) and reports; cancel_job stops.
+
+Long work never blocks a tool call: the scheduler runs the job detached, and `get_job` waits at
+most `wait_s` (≤ the server's max_wait_s, under the ~60 s client timeout).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field
+
+from server import runtime
+from server.context import ToolContext
+from server.errors import Forbidden, NotFound
+from server.paths import confine
+from server.toolkit import ALL_ROLES, WORKERS, Progress, ToolResult, ToolSpec
+
+
+class RunJobInput(BaseModel):
+    command: Annotated[list[str], Field(min_length=1, description="argv, no shell; e.g. ['python','train.py']")]
+    cwd: str = Field(default=".", description="working directory, relative to your worktree")
+    gpus: Annotated[int, Field(ge=0, le=16)] = 0
+    min_free_gpu_mb: Annotated[int, Field(ge=0, description="free memory each GPU must have, MiB")] = 0
+    cpus: Annotated[int, Field(ge=1, le=1024)] = 1
+    time_limit_s: Annotated[int, Field(ge=1, le=7 * 24 * 3600)] = 3600
+    env: dict[str, str] = Field(default_factory=dict, description="extra environment variables")
+    lane_id: str | None = None
+    attempt_id: str | None = None
+
+
+class JobView(ToolResult):
+    job_id: str
+    status: str
+    backend: str
+    gpu_uuids: list[str]
+    exit_code: int | None
+    wall_s: float | None
+    peak_gpu_mem_mb: int | None
+    reason: str | None
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+    log_dir: str
+
+
+def _view(ctx: ToolContext, state: Any, tail_bytes: int = 0) -> JobView:
+    tail = runtime.scheduler(ctx.services).log_tail(state.job_id, tail_bytes) if tail_bytes else None
+    return JobView(
+        job_id=state.job_id,
+        status=state.status,
+        backend=state.backend,
+        gpu_uuids=list(state.gpu_uuids),
+        exit_code=state.exit_code,
+        wall_s=state.wall_s,
+        peak_gpu_mem_mb=state.peak_gpu_mem_mb,
+        reason=state.reason,
+        stdout_tail=tail.stdout if tail else "",
+        stderr_tail=tail.stderr if tail else "",
+        log_dir=f"jobs/{state.job_id}",
+    )
+
+
+def run_gpu_job(ctx: ToolContext, request: RunJobInput) -> JobView:
+    """Start a command as a detached job in your worktree (GPUs pinned by UUID); returns job_id at once.
+    Poll get_job."""
+    from server.jobs.spec import JobSpec
+
+    cwd = confine(ctx.workspace, ctx.caller.agent_id, request.cwd, "cwd")
+    tags = {k: v for k, v in (("lane", request.lane_id), ("attempt", request.attempt_id)) if v}
+    spec = JobSpec.create(
+        command=request.command, cwd=str(cwd), gpus=request.gpus, min_free_gpu_mb=request.min_free_gpu_mb,
+        cpus=request.cpus, time_limit_s=request.time_limit_s, env=request.env, tags=tags,
+    )  # fmt: skip
+    state = runtime.scheduler(ctx.services).submit(ctx.caller.agent_id, spec)
+    return _view(ctx, state)
+
+
+class JobRef(BaseModel):
+    job_id: Annotated[str, Field(min_length=1)]
+
+
+class GetJobInput(JobRef):
+    wait_s: Annotated[float, Field(ge=0, le=55, description="wait up to this long for the job to end")] = 0
+    tail_bytes: Annotated[int, Field(ge=0, le=20000, description="bytes of each log to return")] = 2000
+
+
+def _own(ctx: ToolContext, job_id: str) -> Any:
+    try:
+        state = runtime.scheduler(ctx.services).get(job_id)
+    except (KeyError, NotFound):
+        raise NotFound(f"job_id: no job {job_id!r}; see list_jobs", field="job_id") from None
+    if ctx.caller.role == "agent" and state.agent_id != ctx.caller.agent_id:
+        raise Forbidden(f"job_id: job {job_id!r} belongs to another agent", field="job_id")
+    return state
+
+
+def get_job(ctx: ToolContext, request: GetJobInput, progress: Progress | None = None) -> JobView:
+    """Status, exit code, wall time, peak GPU memory and log tails of a job; waits up to wait_s for it to end."""
+    state = _own(ctx, request.job_id)
+    deadline = time.monotonic() + min(request.wait_s, ctx.settings.max_wait_s)
+    scheduler = runtime.scheduler(ctx.services)
+    while not state.is_terminal and time.monotonic() < deadline:
+        state = scheduler.wait(request.job_id, min(5.0, max(0.0, deadline - time.monotonic())))
+        if progress and not state.is_terminal:
+            progress(0, None, f"{state.status}")
+    return _view(ctx, state, request.tail_bytes)
+
+
+def cancel_job(ctx: ToolContext, request: JobRef) -> JobView:
+    """Stop a queued or running job (TERM to its process group, then KILL)."""
+    _own(ctx, request.job_id)
+    return _view(ctx, runtime.scheduler(ctx.services).cancel(request.job_id))
+
+
+class ListJobsInput(BaseModel):
+    status: Literal["queued", "running", "succeeded", "failed", "cancelled", "timed_out", "lost"] | None = None
+    limit: Annotated[int, Field(ge=1, le=200)] = 50
+
+
+class JobList(ToolResult):
+    jobs: list[JobView]
+    total: int
+
+
+def list_jobs(ctx: ToolContext, request: ListJobsInput) -> JobList:
+    """Your jobs, newest first (supervisors and humans see every job)."""
+    agent = ctx.caller.agent_id if ctx.caller.role == "agent" else None
+    states = runtime.scheduler(ctx.services).list(agent)
+    if request.status:
+        states = [s for s in states if s.status == request.status]
+    states = sorted(states, key=lambda s: s.created_at, reverse=True)
+    return JobList(jobs=[_view(ctx, s) for s in states[: request.limit]], total=len(states))
+
+
+RUN = ToolSpec("run_gpu_job", "Run a job", RunJobInput, JobView, run_gpu_job, roles=WORKERS)
+GET = ToolSpec("get_job", "Get a job", GetJobInput, JobView, get_job, roles=ALL_ROLES, read_only=True,
+               wants_progress=True)  # fmt: skip
+CANCEL = ToolSpec("cancel_job", "Cancel a job", JobRef, JobView, cancel_job, roles=WORKERS, destructive=True)
+LIST = ToolSpec("list_jobs", "List jobs", ListJobsInput, JobList, list_jobs, roles=ALL_ROLES, read_only=True)
+TOOLS = [RUN, GET, CANCEL, LIST]
