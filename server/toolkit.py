@@ -90,6 +90,9 @@ def _run_call(spec: ToolSpec, ctx: ToolContext, arguments: dict[str, Any], progr
     started = time.monotonic()
     outcome = "ok"
     try:
+        if ctx.caller.role not in spec.roles:
+            allowed = ", ".join(sorted(spec.roles))
+            raise Forbidden(f"{spec.name} needs role {allowed}; agent {ctx.caller.agent_id!r} is {ctx.caller.role!r}")
         request = spec.input_model.model_validate(arguments)
         result = spec.run(ctx, request, progress) if spec.wants_progress else spec.run(ctx, request)
         if ctx.caller.role != "human":
@@ -112,9 +115,6 @@ def _make_handler(spec: ToolSpec, services: Services, local_identity: Identity |
     async def handler(mcp_context: Context, **arguments: Any) -> ToolResult:
         try:
             caller = resolve_identity(services, local_identity)
-            if caller.role not in spec.roles:
-                allowed = ", ".join(sorted(spec.roles))
-                raise Forbidden(f"{spec.name} needs role {allowed}; agent {caller.agent_id!r} is {caller.role!r}")
             ctx = ToolContext(services=services, caller=caller)
             progress = _progress_bridge(mcp_context) if spec.wants_progress else None
             return await anyio.to_thread.run_sync(_run_call, spec, ctx, arguments, progress)
