@@ -78,7 +78,7 @@ async def _script(url: str, worker_token: str, supervisor_token: str) -> dict[st
         )
         steps["send_heartbeat"] = f"heartbeat {beat['heartbeat_id']} queued for worker-1"
         again = await call(worker, "get_task", {"include_case_ids": False})
-        steps["inbox"] = "; ".join(item["prompt"] for item in again["inbox"]) or "(empty)"
+        steps["inbox"] = "; ".join(again["inbox"]) or "(empty)"
         snapshot = await call(supervisor, "run_snapshot", {"recent_events": 5})
         steps["run_snapshot"] = ", ".join(f"{a['agent_id']}={a['n_tool_calls']} calls" for a in snapshot["agents"])
     return steps

@@ -23,26 +23,20 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from server.context import Services, ToolContext
-from server.errors import AmidError, Forbidden
+from server.errors import AmidError, Forbidden, InvalidInput
 from server.ledger import Identity, Role
 
 ALL_ROLES: frozenset[Role] = frozenset({"agent", "supervisor", "human"})
 WORKERS: frozenset[Role] = frozenset({"agent", "supervisor"})
 
 
-class InboxItem(BaseModel):
-    heartbeat_id: int
-    kind: str
-    prompt: str
-
-
 class ToolResult(BaseModel):
     """Base of every tool result: pending heartbeats ride along in `inbox`."""
 
-    inbox: list[InboxItem] = Field(default_factory=list, description="prompts from the supervisor: act on them")
+    inbox: list[str] = Field(default_factory=list, description="prompts from the supervisor: act on them")
 
 
 Progress = Callable[[float, float | None, str | None], None]
@@ -86,6 +80,17 @@ def _signature(spec: ToolSpec) -> inspect.Signature:
     return inspect.Signature(params, return_annotation=spec.output_model)
 
 
+def _validate(spec: ToolSpec, arguments: dict[str, Any]) -> BaseModel:
+    """Checks that span fields (model validators) run here; name the field and the fix."""
+    try:
+        return spec.input_model.model_validate(arguments)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "arguments"
+        message = first["msg"].removeprefix("Value error, ")
+        raise InvalidInput(f"{where}: {message}", field=where) from None
+
+
 def _run_call(spec: ToolSpec, ctx: ToolContext, arguments: dict[str, Any], progress: Progress | None) -> ToolResult:
     started = time.monotonic()
     outcome = "ok"
@@ -93,10 +98,11 @@ def _run_call(spec: ToolSpec, ctx: ToolContext, arguments: dict[str, Any], progr
         if ctx.caller.role not in spec.roles:
             allowed = ", ".join(sorted(spec.roles))
             raise Forbidden(f"{spec.name} needs role {allowed}; agent {ctx.caller.agent_id!r} is {ctx.caller.role!r}")
-        request = spec.input_model.model_validate(arguments)
+        request = _validate(spec, arguments)
         result = spec.run(ctx, request, progress) if spec.wants_progress else spec.run(ctx, request)
         if ctx.caller.role != "human":
-            result.inbox = [InboxItem(**row) for row in ctx.ledger.activity.take_inbox(ctx.caller.agent_id)]
+            pending = ctx.ledger.activity.take_inbox(ctx.caller.agent_id)
+            result.inbox = [f"[{row['kind']} #{row['heartbeat_id']}] {row['prompt']}" for row in pending]
         return result
     except AmidError as exc:
         outcome = exc.code
@@ -141,7 +147,6 @@ def _progress_bridge(mcp_context: Context) -> Progress:
 
 def register(mcp: MCPServer, spec: ToolSpec, services: Services, local_identity: Identity | None) -> None:
     annotations = ToolAnnotations(
-        title=spec.title,
         read_only_hint=spec.read_only,
         idempotent_hint=spec.idempotent or spec.read_only,
         destructive_hint=spec.destructive,
@@ -160,21 +165,32 @@ def register(mcp: MCPServer, spec: ToolSpec, services: Services, local_identity:
     # hook for this, hence the one reach into its tool manager.
     tool = mcp._tool_manager.get_tool(spec.name)
     if tool is not None:
-        _drop_titles(tool.parameters)
-        _drop_titles(tool.fn_metadata.output_schema)
+        _compact(tool.parameters, ("title",))
+        # Output schemas tell a client the shape; the prose is in the tool description.
+        _compact(tool.fn_metadata.output_schema, ("title", "description", "default", "required"))
 
 
-def _drop_titles(schema: Any) -> None:
-    """Remove `title` keywords from a JSON schema, walking only schema positions (a property that
-    is itself named "title" is kept)."""
+def _merge_nullable(schema: dict[str, Any]) -> None:
+    """`anyOf: [{type: T}, {type: null}]` says the same as `type: [T, null]`, in fewer bytes."""
+    options = schema.get("anyOf")
+    if isinstance(options, list) and all(set(o) == {"type"} and isinstance(o["type"], str) for o in options):
+        schema.pop("anyOf")
+        schema["type"] = [o["type"] for o in options]
+
+
+def _compact(schema: Any, keywords: tuple[str, ...]) -> None:
+    """Remove annotation keywords (title, …) from a JSON schema, walking only schema positions:
+    a property that is itself named "title" or "description" is kept."""
     if not isinstance(schema, dict):
         return
-    schema.pop("title", None)
+    for keyword in keywords:
+        schema.pop(keyword, None)
+    _merge_nullable(schema)
     for key in ("properties", "$defs"):
         for sub in (schema.get(key) or {}).values():
-            _drop_titles(sub)
+            _compact(sub, keywords)
     for key in ("anyOf", "allOf", "oneOf"):
         for sub in schema.get(key) or []:
-            _drop_titles(sub)
+            _compact(sub, keywords)
     for key in ("items", "additionalProperties"):
-        _drop_titles(schema.get(key))
+        _compact(schema.get(key), keywords)

@@ -1,0 +1,38 @@
+"""Notes: the shared memory agents write (observations, reflections, focus notes, decisions)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from server.ledger.database import Database, utcnow
+
+
+class Notes:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def add(self, agent_id: str, kind: str, lane_id: str | None, title: str, body: str, data: dict[str, Any]) -> int:
+        with self.db.transaction() as cur:
+            row = cur.execute(
+                "INSERT INTO notes (agent_id, kind, lane_id, title, body, data, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING note_id",
+                [agent_id, kind, lane_id, title, body, json.dumps(data), utcnow()],
+            ).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    def list(
+        self,
+        *,
+        lane_id: str | None = None,
+        kind: str | None = None,
+        agent_id: str | None = None,
+        before_id: int | None = None,
+        limit: int = 20,
+    ) -> list[dict[str, Any]]:
+        return self.db.fetchall(
+            "SELECT * FROM notes WHERE (? IS NULL OR lane_id = ?) AND (? IS NULL OR kind = ?) "
+            "AND (? IS NULL OR agent_id = ?) AND (? IS NULL OR note_id < ?) ORDER BY note_id DESC LIMIT ?",
+            [lane_id, lane_id, kind, kind, agent_id, agent_id, before_id, before_id, limit],
+        )
