@@ -106,10 +106,7 @@ class LocalBackend:
         launch = files.read_json(job_dir / files.LAUNCH) or {}
         launched_at = launch.get("launched_at")
         # Not recorded yet: a wrapper that is still starting, unless it had ample time.
-        return (
-            launched_at is not None
-            and files.seconds_between(launched_at, files.utc_now()) < self._start_grace_s
-        )
+        return launched_at is not None and files.seconds_between(launched_at, files.utc_now()) < self._start_grace_s
 
     def _wrapper_vanished(self, handle: JobHandle) -> Observation:
         """The wrapper is gone without a word: stop what it left behind, never run it again."""

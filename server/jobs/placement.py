@@ -16,7 +16,7 @@ not starved by a stream of small ones. CPU-only jobs never wait for GPUs.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -61,6 +61,16 @@ class _Pool:
     decisions: dict[str, Placement] = field(default_factory=dict)
 
 
+def agent_loads(running: Iterable[tuple[str, int]]) -> dict[str, AgentLoad]:
+    """What each agent holds now, from (agent_id, gpus) of its running jobs."""
+    loads: dict[str, AgentLoad] = {}
+    for agent_id, gpus in running:
+        load = loads.setdefault(agent_id, AgentLoad())
+        load.gpus += gpus
+        load.jobs += 1
+    return loads
+
+
 def place(
     gpus: int,
     min_free_mb: int,
@@ -92,9 +102,7 @@ def place(
 def _describe(inventory: Sequence[GpuInfo], free_only: bool = False) -> str:
     if free_only:
         return ", ".join(f"GPU{g.index} {g.memory_free_mb} MiB" for g in inventory)
-    return f"{len(inventory)} GPU(s): " + ", ".join(
-        f"GPU{g.index} {g.memory_total_mb} MiB" for g in inventory
-    )
+    return f"{len(inventory)} GPU(s): " + ", ".join(f"GPU{g.index} {g.memory_total_mb} MiB" for g in inventory)
 
 
 def plan_dispatch(
@@ -114,9 +122,11 @@ def plan_dispatch(
         unavailable_reason,
     )
     remaining = list(waiting)
-    while remaining:
+    while remaining and pool.slots > 0:  # fairness is re-ranked after every start, as loads change
         job = min(remaining, key=lambda w: _fairness_key(w, pool.loads))
         remaining.remove(job)
+        pool.decisions[job.job_id] = _decide(job, pool)
+    for job in remaining:
         pool.decisions[job.job_id] = _decide(job, pool)
     return pool.decisions
 
@@ -130,7 +140,8 @@ def _decide(job: Waiting, pool: _Pool) -> Placement:
     if pool.slots <= 0:
         return Placement("wait", reason="waiting for a free slot: the concurrent job limit is reached")
     if job.gpus and pool.gpu_line_held_by is not None:
-        return Placement("wait", reason=f"waiting in line behind {pool.gpu_line_held_by} for GPUs")
+        # A stable text: naming the head of the line would rewrite every waiting job's state each time it moves.
+        return Placement("wait", reason="waiting in line for GPUs (served fairly across agents)")
     decision = place(job.gpus, job.min_free_mb, pool.inventory, pool.reserved, pool.unavailable_reason)
     if decision.verdict == "placed":
         pool.slots -= 1

@@ -70,12 +70,21 @@ def _reap_if_child(pid: int) -> None:
 
 def group_members(pgid: int) -> list[int]:
     """Pids of the live (non-zombie) processes in process group `pgid`."""
+    return _members(field=2, value=pgid)
+
+
+def session_members(session_id: int) -> list[int]:
+    """Pids of the live (non-zombie) processes in session `session_id`."""
+    return _members(field=3, value=session_id)
+
+
+def _members(field: int, value: int) -> list[int]:
     members = []
     for entry in _PROC.iterdir():
         if not entry.name.isdigit():
             continue
         fields = _stat_fields(int(entry.name))
-        if fields is not None and fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
+        if fields is not None and fields[0] not in ("Z", "X") and int(fields[field]) == value:
             members.append(int(entry.name))
     return members
 

@@ -44,7 +44,7 @@ class RayBackend:
         self._logs_lock = threading.Lock()  # the dispatcher and tool threads both refresh logs
         try:
             self._client = JobSubmissionClient(address, headers=headers)
-        except (ConnectionError, RuntimeError) as exc:
+        except Exception as exc:  # connection, HTTP and AuthenticationError (not a RuntimeError)
             raise JobFailed(f"cannot reach the Ray cluster at {address}: {exc}") from exc
 
     def start(self, handle: JobHandle) -> Observation:
@@ -66,9 +66,7 @@ class RayBackend:
     def poll(self, handle: JobHandle) -> Observation:
         details = self._details(handle.job_id)
         if details is None:
-            return Observation(
-                "lost", handle.backend_job_id, reason="the Ray cluster has no record of this job"
-            )
+            return Observation("lost", handle.backend_job_id, reason="the Ray cluster has no record of this job")
         status = _STATUS.get(str(details.status), "lost")
         return Observation(
             status=status,

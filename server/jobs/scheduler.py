@@ -21,7 +21,7 @@ from server.jobs import files
 from server.jobs.backend import Backend, JobHandle, Observation
 from server.jobs.gpu import GpuInventory
 from server.jobs.notify import Listener, Notifier
-from server.jobs.placement import AgentLoad, Placement, Waiting, place, plan_dispatch
+from server.jobs.placement import Placement, Waiting, agent_loads, place, plan_dispatch
 from server.jobs.spec import JobSpec, JobState
 from server.jobs.store import JobStore, LogTail
 from server.jobs.transitions import ended, observed
@@ -52,17 +52,15 @@ class JobScheduler:
         self._max_concurrent = max_concurrent
         self._queue_when_unplaceable = queue_when_unplaceable
         self._poll_interval_s = poll_interval_s
-        # Guards _states, _launching and _closing; notified on every committed change.
-        self._lock = threading.Condition()
+        # Guards _states, _launching and _closing; re-entrant; notified on every committed change.
+        self._lock = threading.Condition(threading.RLock())
         self._states: dict[str, JobState] = {}
         self._launching: dict[str, tuple[str, ...]] = {}
         self._closing = False
         self._wake = threading.Event()
         self._notifier = Notifier(on_change)
         self.reconcile()
-        self._dispatcher = threading.Thread(
-            target=self._dispatch_loop, name="amid-job-dispatcher", daemon=True
-        )
+        self._dispatcher = threading.Thread(target=self._dispatch_loop, name="amid-job-dispatcher", daemon=True)
         self._dispatcher.start()
 
     # ---- the public API -------------------------------------------------------------------
@@ -178,9 +176,7 @@ class JobScheduler:
         with self._lock:
             reserved = self._reserved()
         inventory = self._inventory
-        decision = place(
-            spec.gpus, spec.min_free_gpu_mb, inventory.gpus(), reserved, inventory.unavailable_reason
-        )
+        decision = place(spec.gpus, spec.min_free_gpu_mb, inventory.gpus(), reserved, inventory.unavailable_reason)
         return decision.reason if self._fails(decision) else None
 
     def _handle(self, state: JobState) -> JobHandle:
@@ -188,6 +184,10 @@ class JobScheduler:
         return JobHandle(state.job_id, job_dir, state.spec, tuple(state.gpu_uuids), state.backend_job_id)
 
     def _reattached(self, state: JobState) -> JobState:
+        if state.backend != self._backend.name:  # the server was restarted with another backend
+            return ended(
+                state, "lost", f"submitted to the {state.backend} backend; this server uses {self._backend.name}"
+            )
         observation = self._backend.reattach(self._handle(state))
         if observation is not None:
             return observed(state, observation, self._store.stop_cause(state.job_id))
@@ -252,12 +252,12 @@ class JobScheduler:
             return
         places = self._inventory is not None
         requests = [
-            Waiting(s.job_id, s.agent_id, s.spec.gpus if places else 0, s.spec.min_free_gpu_mb)
-            for s in waiting
+            Waiting(s.job_id, s.agent_id, s.spec.gpus if places else 0, s.spec.min_free_gpu_mb) for s in waiting
         ]
         inventory = self._inventory.gpus() if self._inventory and any(r.gpus for r in requests) else []
         reason = self._inventory.unavailable_reason if self._inventory else None
-        decisions = plan_dispatch(requests, inventory, reserved, _loads(active), slots, reason)
+        loads = agent_loads((s.agent_id, len(s.gpu_uuids) or s.spec.gpus) for s in active)
+        decisions = plan_dispatch(requests, inventory, reserved, loads, slots, reason)
         for job_id, decision in decisions.items():
             self._act_on(job_id, decision)
 
@@ -286,17 +286,8 @@ class JobScheduler:
             seen = self._backend.start(handle)
         except Exception as exc:
             seen = Observation("failed", reason=f"could not start on the {self._backend.name} backend: {exc}")
-        with self._lock:
+        with self._lock:  # one step, so a cancel cannot slip between "launching" and "started"
             del self._launching[job_id]
-        updated = self._apply(job_id, seen, extra={"gpu_uuids": list(gpu_uuids)})
+            updated = self._apply(job_id, seen, extra={"gpu_uuids": list(gpu_uuids)})
         if not updated.is_terminal and self._store.stop_cause(job_id) is not None:
             self._backend.cancel(self._handle(updated))
-
-
-def _loads(active: builtins.list[JobState]) -> dict[str, AgentLoad]:
-    loads: dict[str, AgentLoad] = {}
-    for state in active:
-        load = loads.setdefault(state.agent_id, AgentLoad())
-        load.gpus += len(state.gpu_uuids) or state.spec.gpus
-        load.jobs += 1
-    return loads

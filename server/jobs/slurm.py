@@ -123,9 +123,7 @@ class SlurmBackend:
 
     def _run(self, argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
         try:
-            return subprocess.run(
-                list(argv), capture_output=True, text=True, timeout=self._timeout_s, check=False
-            )
+            return subprocess.run(list(argv), capture_output=True, text=True, timeout=self._timeout_s, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise JobFailed(f"{argv[0]} failed: {exc}") from exc
 
@@ -172,9 +170,7 @@ def _from_exit_record(handle: JobHandle) -> Observation:
     exit_code = int(record["exit_code"])
     status: JobStatus = "succeeded" if exit_code == 0 else "failed"
     reason: str | None = None if exit_code == 0 else f"exited with code {exit_code}"
-    return Observation(
-        status, handle.backend_job_id, exit_code, ended_at=str(record["ended_at"]), reason=reason
-    )
+    return Observation(status, handle.backend_job_id, exit_code, ended_at=str(record["ended_at"]), reason=reason)
 
 
 def _utc(slurm_time: str | None) -> str | None:

@@ -19,9 +19,7 @@ def observed(state: JobState, seen: Observation, stop_cause: str | None) -> JobS
     return _finished(state, seen, backend_job_id, stop_cause)
 
 
-def _finished(
-    state: JobState, seen: Observation, backend_job_id: str | None, stop_cause: str | None
-) -> JobState:
+def _finished(state: JobState, seen: Observation, backend_job_id: str | None, stop_cause: str | None) -> JobState:
     status, reason = seen.status, seen.reason
     # Engines only know "stopped"; a stop AMID requested at the time limit is a timeout.
     if status == "cancelled" and stop_cause == "timed_out":

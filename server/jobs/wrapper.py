@@ -20,10 +20,13 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from server.jobs import files
 from server.jobs.procs import group_members, identify, terminate_group
+
+if TYPE_CHECKING:
+    from server.jobs.gpu import GpuInventory
 
 _TICK_S = 0.1
 
@@ -34,10 +37,14 @@ def main(argv: list[str]) -> int:
     record_identity(job_dir)
     spec = files.read_json(job_dir / files.SPEC) or {}
     launch = files.read_json(job_dir / files.LAUNCH) or {}
+    started_at = files.utc_now()
     try:
         outcome = run_job(job_dir, spec, launch, stop)
-    except Exception as exc:  # the outcome must be written whatever went wrong
-        outcome = {"status": "failed", "exit_code": None, "reason": f"job wrapper error: {exc!r}"}
+    except Exception as exc:  # the outcome must be written whatever went wrong, and nothing left running
+        child = files.read_json(job_dir / files.CHILD)
+        if child is not None:
+            terminate_group(int(child["pgid"]), float(launch.get("kill_grace_s", 10.0)))
+        outcome = _outcome("failed", None, started_at, f"job wrapper error: {exc!r}")
     files.write_json_atomic(job_dir / files.EXIT, outcome)
     return 0
 
@@ -65,9 +72,7 @@ def child_env(job_id: str, job_dir: Path, spec: dict[str, Any], launch: dict[str
     return env
 
 
-def run_job(
-    job_dir: Path, spec: dict[str, Any], launch: dict[str, Any], stop: threading.Event
-) -> dict[str, Any]:
+def run_job(job_dir: Path, spec: dict[str, Any], launch: dict[str, Any], stop: threading.Event) -> dict[str, Any]:
     started_at = files.utc_now()
     if _stop_cause(job_dir, stop):
         return _outcome("cancelled", None, started_at, "cancelled before the command started")
@@ -81,9 +86,7 @@ def run_job(
         except OSError as exc:
             return _outcome("failed", 127, started_at, f"could not start {spec['command'][0]!r}: {exc}")
     child_id = identify(child.pid)
-    files.write_json_atomic(
-        job_dir / files.CHILD, {**(child_id.to_json() if child_id else {}), "pgid": child.pid}
-    )
+    files.write_json_atomic(job_dir / files.CHILD, {**(child_id.to_json() if child_id else {}), "pgid": child.pid})
     return _supervise(job_dir, child, spec, launch, stop, started_at)
 
 
@@ -97,7 +100,7 @@ def _supervise(
 ) -> dict[str, Any]:
     grace_s = float(launch.get("kill_grace_s", 10.0))
     deadline = time.monotonic() + float(spec["time_limit_s"])
-    sampler = _PeakSampler.maybe(launch)
+    sampler = PeakSampler.maybe(launch)
     cause = None
     while cause is None:
         try:
@@ -129,16 +132,21 @@ def _describe_end(
     stopped_by = f"SIGKILL after {grace_s:g} s grace" if killed else "SIGTERM"
     how = f"process group stopped ({stopped_by})"
     if cause == "timed_out":
-        return _outcome(
-            "timed_out", exit_code, started_at, f"time limit of {spec['time_limit_s']} s reached; {how}"
-        )
+        return _outcome("timed_out", exit_code, started_at, f"time limit of {spec['time_limit_s']} s reached; {how}")
     if cause is not None:
         return _outcome("cancelled", exit_code, started_at, f"stopped on request; {how}")
     if exit_code == 0:
         return _outcome("succeeded", 0, started_at, None)
     if exit_code < 0:
-        return _outcome("failed", exit_code, started_at, f"killed by {signal.Signals(-exit_code).name}")
+        return _outcome("failed", exit_code, started_at, f"killed by {_signal_name(-exit_code)}")
     return _outcome("failed", exit_code, started_at, f"exited with code {exit_code}")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:  # real-time signals have no name
+        return f"signal {number}"
 
 
 def _outcome(status: str, exit_code: int | None, started_at: str, reason: str | None) -> dict[str, Any]:
@@ -153,17 +161,15 @@ def _outcome(status: str, exit_code: int | None, started_at: str, reason: str | 
     }
 
 
-class _PeakSampler:
+class PeakSampler:
     """Peak GPU memory of the job's process group, from NVML, sampled every `interval_s`.
 
     NVML attributes memory to host pids; inside a container without the host pid namespace the
     group's pids never match, so the growth of used memory on the pinned devices is the fallback.
     """
 
-    def __init__(self, uuids: list[str], interval_s: float) -> None:
-        from server.jobs.gpu import NvmlInventory  # pydantic and NVML only for GPU jobs
-
-        self._inventory = NvmlInventory()
+    def __init__(self, inventory: GpuInventory, uuids: list[str], interval_s: float) -> None:
+        self._inventory = inventory
         self._uuids = set(uuids)
         self._interval_s = interval_s
         self._next = 0.0
@@ -172,10 +178,17 @@ class _PeakSampler:
         self._peak_device = 0
 
     @classmethod
-    def maybe(cls, launch: dict[str, Any]) -> _PeakSampler | None:
+    def maybe(cls, launch: dict[str, Any]) -> PeakSampler | None:
+        """A sampler on NVML for a GPU job where NVML works; else None (nothing to measure)."""
         uuids = launch.get("gpu_uuids") or []
-        sampler = cls(uuids, float(launch.get("sample_interval_s", 0.5))) if uuids else None
-        return sampler if sampler and sampler._inventory.unavailable_reason is None else None
+        if not uuids:
+            return None
+        from server.jobs.gpu import NvmlInventory  # pydantic and NVML only for GPU jobs
+
+        inventory = NvmlInventory()
+        if inventory.unavailable_reason is not None:
+            return None
+        return cls(inventory, uuids, float(launch.get("sample_interval_s", 0.5)))
 
     def _device_used_mb(self) -> int:
         return sum(g.memory_used_mb for g in self._inventory.gpus() if g.uuid in self._uuids)
