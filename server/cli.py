@@ -81,6 +81,23 @@ def init(task: Path, workspace: Path, link: bool) -> None:
         f"workspace {ws.root}: task {contract.id} ({contract.task_type}, {contract.modality}), "
         f"{len(folds.case_groups)} training cases in {folds.k} locked folds"
     )
+    _profile_now(ws)
+
+
+def _profile_now(ws: Any) -> None:
+    """Profile the data at init so the first profile_data call and lane planning find it cached."""
+    from tools.profile_data import REPORT_DIR, build_request, compute_profile
+
+    try:
+        profile = compute_profile(ws, build_request(ws, ws.contract(), ws.folds()))
+    except AmidError as exc:
+        click.echo(f"amid: profiling skipped ({exc.message}); profile_data will retry", err=True)
+        return
+    raised = sorted(p.name for p in profile.predicates if p.value)
+    click.echo(
+        f"data profile in {REPORT_DIR}/ ({profile.seconds:.1f} s): {', '.join(raised) or 'no predicates'}; "
+        f"{len(profile.issues)} issue(s)"
+    )
 
 
 @main.command()
@@ -221,6 +238,36 @@ def demo(workspace: Path | None) -> None:
     from server.demo import run_demo
 
     run_demo(workspace)
+
+
+@main.group()
+def registry() -> None:
+    """The foundation-model registry shipped with AMID."""
+
+
+@registry.command("search")
+@click.argument("keywords", nargs=-1)
+@click.option("--modality", default=None, help="CT, MRI, PET, X-ray, ultrasound, pathology, microscopy, fundus, …")
+@click.option("--dims", "dimensionality", type=click.Choice(["2d", "3d"]), default=None)
+@click.option("--task-family", default=None, help="segmentation, detection, classification, feature_extraction, …")
+@click.option("--access", type=click.Choice(["open", "gated", "on_request"]), default=None)
+@click.option("--licence", default=None, help="substring of the licence, e.g. apache")
+@click.option("--limit", default=10, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="print JSON")
+@_friendly
+def registry_search(keywords: tuple[str, ...], as_json: bool, **filters: Any) -> None:
+    """Find foundation models by filters and ranked KEYWORDS, with local availability (never downloads)."""
+    from tools.fm_registry import query_input, search
+
+    given = {name: value for name, value in filters.items() if value is not None}
+    hits = search(query_input({"keywords": " ".join(keywords), **given}))
+    if as_json:
+        click.echo(json.dumps([h.model_dump() for h in hits], indent=1))
+        return
+    for hit in hits:
+        click.echo(f"{hit.id:34} {hit.availability:16} {hit.access:10} {hit.licence[:24]:24} {'; '.join(hit.why)}")
+    if not hits:
+        click.echo("no model matches")
 
 
 if __name__ == "__main__":

@@ -44,6 +44,9 @@ def _patient_anatomy(rng: np.random.Generator) -> dict[str, np.ndarray]:
         "organ_radii_mm": np.array([16.0, 13.0, 30.0]) * rng.uniform(0.85, 1.15, 3),
         "lesions": rng.uniform(-0.5, 0.5, (int(rng.integers(1, 4)), 3)),
         "lesion_radii_mm": rng.uniform(3.0, 6.0, 3),
+        "body_radii_mm": np.array([23.0, 19.0]) * rng.uniform(0.75, 1.08, 2),
+        "body_center_mm": np.array([25.6, 25.6]) + rng.normal(0, 1.5, 2),
+        "fat_hu": np.array([rng.uniform(-110.0, -60.0)]),
     }
 
 
@@ -51,7 +54,8 @@ def _volume(anatomy: dict[str, np.ndarray], scan: int, noise_hu: float, rng: np.
     grid = np.stack(np.meshgrid(*[np.arange(n) for n in SHAPE], indexing="ij"), axis=-1).astype(float)
     mm = grid * np.array(SPACING)
     center_mm = (anatomy["organ_center"] + rng.normal(0, 0.7, 3)) * np.array(SPACING)
-    body = ((mm[..., :2] - np.array([25.6, 25.6])) ** 2 / np.array([23.0, 19.0]) ** 2).sum(-1) <= 1
+    body = ((mm[..., :2] - anatomy["body_center_mm"]) ** 2 / anatomy["body_radii_mm"] ** 2).sum(-1) <= 1
+    fat = ((mm[..., :2] - anatomy["body_center_mm"]) ** 2 / (anatomy["body_radii_mm"] - 2.5) ** 2).sum(-1) > 1
     organ = (((mm - center_mm) / anatomy["organ_radii_mm"]) ** 2).sum(-1) <= 1
     label = organ.astype(np.uint8)
     growth = 1.0 + 0.25 * scan
@@ -59,10 +63,12 @@ def _volume(anatomy: dict[str, np.ndarray], scan: int, noise_hu: float, rng: np.
         lesion_center = center_mm + offset * anatomy["organ_radii_mm"]
         lesion = (((mm - lesion_center) / (radius * growth)) ** 2).sum(-1) <= 1
         label[lesion & organ] = 2
+    enhancement = rng.uniform(95.0, 135.0)  # contrast timing differs between scans
     image = np.full(SHAPE, -1000.0)
     image[body] = 40.0
-    image[label == 1] = 110.0
-    image[label == 2] = 55.0
+    image[body & fat] = anatomy["fat_hu"][0]
+    image[label == 1] = enhancement
+    image[label == 2] = enhancement - rng.uniform(45.0, 65.0)
     image += rng.normal(0, noise_hu, SHAPE)
     return image.astype(np.int16), label
 
