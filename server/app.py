@@ -24,12 +24,12 @@ from server.protocol import INSTRUCTIONS
 from server.settings import Settings
 from server.toolkit import ToolSpec, register
 from server.workspace import Workspace
-from tools import get_task, jobs, supervision
+from tools import attempts, fm_registry, get_task, jobs, lanes, notes, profile_data, reviews, skills, supervision
 
 
 def tool_specs() -> list[ToolSpec]:
     """Every tool of the server, in the order clients list them. Keep it fixed."""
-    return [get_task.TOOL, *jobs.TOOLS, supervision.SNAPSHOT, supervision.HEARTBEAT]
+    return [get_task.TOOL, profile_data.TOOL, *lanes.TOOLS, fm_registry.TOOL, *jobs.TOOLS, *attempts.TOOLS, *reviews.TOOLS, *notes.TOOLS, *skills.TOOLS, supervision.SNAPSHOT, supervision.HEARTBEAT]
 
 
 class LedgerTokenVerifier:
@@ -68,6 +68,7 @@ def build_app(services: Services, *, local_identity: Identity | None = None, wit
         token_verifier=verifier,
         auth=auth,
     )
+    services.extras.setdefault("profile_provider", profile_data.provide_profile)  # the lane planner's input
     for spec in tool_specs():
         register(mcp, spec, services, local_identity)
     _add_routes(mcp, services)

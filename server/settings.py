@@ -30,6 +30,13 @@ class Settings(BaseModel):
     max_claimants: int = Field(default=1, ge=1, description="agents that may hold one lane at once")
     review_workers: int = Field(default=2, ge=1, description="processes in the reviewer pool")
     max_wait_s: float = Field(default=50.0, gt=0, le=55, description="longest wait inside get_job/get_review")
+    review_timeout_s: float = Field(
+        default=1800.0, gt=0, description="a review running longer is killed and marked failed (seconds)"
+    )
+    replay_timeout_s: float = Field(
+        default=600.0, gt=0, description="limit for an attempt's inference command in holdout replay (seconds)"
+    )
+    grader_timeout_s: float = Field(default=300.0, gt=0, description="limit for a task's own grader (seconds)")
     job_backend: str = Field(default="local", description="job backend: local, ray or slurm")
     ray_address: str | None = Field(default=None, description="Ray cluster address for job_backend=ray")
     max_concurrent_jobs: int = Field(default=4, ge=1, description="jobs the local backend runs at once")

@@ -5,9 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from server.ledger.activity import Activity
+from server.ledger.attempts import Attempts
 from server.ledger.database import Database, utcnow
 from server.ledger.identity import Identities, Identity, Role
 from server.ledger.jobs import Jobs
+from server.ledger.lanes import Lanes
+from server.ledger.notes import Notes
+from server.ledger.reviews import Reviews
 
 __all__ = ["Database", "Identity", "Ledger", "Role", "utcnow"]
 
@@ -21,6 +25,10 @@ class Ledger:
         self.identities = Identities(self.db)
         self.activity = Activity(self.db)
         self.jobs = Jobs(self.db)
+        self.lanes = Lanes(self.db)
+        self.notes = Notes(self.db)
+        self.attempts = Attempts(self.db)
+        self.reviews = Reviews(self.db)
 
     def counts_by_status(self, table: str) -> dict[str, int]:
         if table not in STATUS_TABLES:

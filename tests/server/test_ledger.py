@@ -6,6 +6,7 @@ import pytest
 
 from server.errors import Conflict, InvalidInput, NotFound
 from server.ledger import Ledger
+from server.ledger.database import _migrations
 
 
 def test_migrations_apply_once_and_views_exist(tmp_path: Path) -> None:
@@ -13,7 +14,7 @@ def test_migrations_apply_once_and_views_exist(tmp_path: Path) -> None:
     ledger.close()
     ledger = Ledger(tmp_path / "a.duckdb")
     try:
-        assert ledger.db.scalar("SELECT count(*) FROM schema_migrations") == 1
+        assert ledger.db.scalar("SELECT count(*) FROM schema_migrations") == len(_migrations())
         views = {r["view_name"] for r in ledger.db.fetchall("SELECT view_name FROM duckdb_views() WHERE NOT internal")}
         assert {
             "v_attempts",

@@ -67,8 +67,7 @@ def query_models(
     filtered = [
         (model, reasons)
         for model in models
-        if (reasons := _filter_reasons(model, modality, dimensionality, task_family, access, licence))
-        is not None
+        if (reasons := _filter_reasons(model, modality, dimensionality, task_family, access, licence)) is not None
     ]
     ranked = _rank(filtered, _query_tokens(keywords))
     cached = cached_hub_files(hub_cache_dir)

@@ -12,9 +12,7 @@ from tools.planning import query_models
 from tools.planning.fm_query import tokenize
 
 MODELS = load_foundation_models()
-PATHOLOGY_ENCODERS = {
-    m.id for m in MODELS if m.domain == "pathology" and "feature_extraction" in m.task_families
-}
+PATHOLOGY_ENCODERS = {m.id for m in MODELS if m.domain == "pathology" and "feature_extraction" in m.task_families}
 
 
 @pytest.fixture
@@ -138,19 +136,13 @@ def test_gated_model_present_in_the_cache_is_cached_not_gated(tmp_path: Path) ->
 
 def test_cached_config_without_weight_files_is_not_cached(tmp_path: Path) -> None:
     cache = _fake_hub_cache(tmp_path / "hub", "owkin/phikon-v2", {"config.json": b"{}"})
-    hit = next(
-        h
-        for h in query_models(MODELS, keywords="phikon-v2", hub_cache_dir=cache)
-        if h.model.id == "phikon-v2"
-    )
+    hit = next(h for h in query_models(MODELS, keywords="phikon-v2", hub_cache_dir=cache) if h.model.id == "phikon-v2")
     assert hit.availability == "obtainable"
 
 
 def test_weights_in_a_subfolder_of_the_snapshot_count_as_cached(tmp_path: Path) -> None:
     cache = _fake_hub_cache(tmp_path / "hub", "MONAI/vista3d", {"models/model.pt": b"weights"})
-    hit = next(
-        h for h in query_models(MODELS, keywords="vista3d", hub_cache_dir=cache) if h.model.id == "vista3d"
-    )
+    hit = next(h for h in query_models(MODELS, keywords="vista3d", hub_cache_dir=cache) if h.model.id == "vista3d")
     assert hit.availability == "cached"
 
 

@@ -1,0 +1,123 @@
+"""The content-addressed store of submitted evidence: `artifacts/<sha256>`, read-only.
+
+`collect` turns an agent's declared path into the files it names, each confined to the agent's
+worktree (symlinks resolved, no `..`, nothing under `private/` or `.git/`); `freeze` copies a
+file into the store while hashing the very bytes it copies, so the stored hash always matches the
+stored bytes even if the agent keeps writing to its own copy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+from typing import Any
+
+from server.errors import Forbidden, InvalidInput
+from server.paths import agent_worktree, confine
+from server.workspace import Workspace
+
+CHUNK = 1 << 20
+MAX_FILES = 20000
+FORBIDDEN_PARTS = frozenset({"private", ".git"})
+
+
+@dataclass(frozen=True)
+class DeclaredFile:
+    source: Path  # resolved, inside the worktree
+    declared_path: str  # worktree-relative, as recorded in the ledger
+    member: str | None  # path inside a declared folder; None for a declared file
+
+
+@dataclass(frozen=True)
+class FrozenFile:
+    sha256: str
+    size_bytes: int
+    frozen_path: str  # workspace-relative
+
+
+def collect(workspace: Workspace, agent_id: str, declared: str, field: str) -> list[DeclaredFile]:
+    """The files a declared path names: the file itself, or every file under the folder."""
+    if any(part == ".." for part in PurePath(declared).parts):
+        raise Forbidden(f"{field}: {declared!r} contains '..'; name paths inside your worktree", field=field)
+    root = agent_worktree(workspace, agent_id)
+    path = _confined(workspace, agent_id, root, declared, field)
+    if path.is_file():
+        return [DeclaredFile(path, str(path.relative_to(root)), None)]
+    if not path.is_dir():
+        raise InvalidInput(f"{field}: {declared!r} does not exist in your worktree {root}", field=field)
+    found = []
+    for folder, dirnames, filenames in os.walk(path):
+        for name in sorted(dirnames):
+            if (Path(folder) / name).is_symlink():
+                raise Forbidden(f"{field}: {declared!r} holds a symlinked folder {name!r}; copy the files", field=field)
+        dirnames.sort()
+        for name in sorted(filenames):
+            rel = os.path.relpath(Path(folder) / name, root)
+            source = _confined(workspace, agent_id, root, rel, field)
+            found.append(DeclaredFile(source, rel, Path(os.path.relpath(Path(folder) / name, path)).as_posix()))
+            if len(found) > MAX_FILES:
+                raise InvalidInput(f"{field}: {declared!r} holds more than {MAX_FILES} files", field=field)
+    if not found:
+        raise InvalidInput(f"{field}: folder {declared!r} is empty", field=field)
+    return found
+
+
+def _confined(workspace: Workspace, agent_id: str, root: Path, declared: str, field: str) -> Path:
+    resolved = confine(workspace, agent_id, declared, field)
+    inside = resolved.relative_to(root).parts
+    if FORBIDDEN_PARTS & set(inside):
+        raise Forbidden(f"{field}: {declared!r} lies under private/ or .git/; submit your own outputs", field=field)
+    return resolved
+
+
+class ArtifactStore:
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+        self.root = workspace.sub("artifacts")
+
+    def freeze(self, source: Path, progress: Callable[[int], None] | None = None) -> FrozenFile:
+        """Copy `source` into `artifacts/<sha256>` (read-only), hashing the bytes as they are copied."""
+        digest, size = hashlib.sha256(), 0
+        handle, tmp_name = tempfile.mkstemp(prefix=".incoming-", dir=self.root)
+        try:
+            with os.fdopen(handle, "wb") as out, source.open("rb") as src:
+                while chunk := src.read(CHUNK):
+                    digest.update(chunk)
+                    out.write(chunk)
+                    size += len(chunk)
+                    if progress:
+                        progress(len(chunk))
+            sha256 = digest.hexdigest()
+            target = self.root / sha256
+            if target.exists():
+                os.unlink(tmp_name)
+            else:
+                os.chmod(tmp_name, 0o444)
+                os.replace(tmp_name, target)
+        except BaseException:
+            Path(tmp_name).unlink(missing_ok=True)
+            raise
+        return FrozenFile(sha256, size, f"artifacts/{sha256}")
+
+    def write_manifest(self, attempt_id: str, manifest: dict[str, Any]) -> str:
+        folder = self.root / "manifests"
+        folder.mkdir(exist_ok=True)
+        path = folder / f"{attempt_id}.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
+        os.chmod(tmp, 0o444)
+        os.replace(tmp, path)
+        return f"artifacts/manifests/{attempt_id}.json"
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()

@@ -1,0 +1,183 @@
+"""Attempts, their frozen artifacts and their declared scores (DESIGN §7).
+
+An attempt is recorded in one transaction with every artifact row and every declared (`agent`)
+metric row, so a failed submission leaves nothing behind. Reviewer rows are written by
+`server.ledger.reviews`; declared and verified rows never overwrite each other.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from server.errors import Conflict, Forbidden, NotFound
+from server.ledger.database import Database, utcnow
+
+ATTEMPT_STATUSES = ("pending", "in_review", "accepted", "rejected", "withdrawn")
+
+
+@dataclass(frozen=True)
+class ArtifactRow:
+    role: str
+    declared_path: str
+    sha256: str
+    size_bytes: int
+    frozen_path: str
+    fold: int | None = None
+    member: str | None = None
+
+
+@dataclass
+class NewAttempt:
+    agent_id: str
+    lane_id: str | None
+    commit_sha: str
+    folds: list[int]
+    budget_class: str | None
+    parent_attempt_id: str | None
+    inference_command: list[str] | None
+    idempotency_key: str | None
+    summary: str | None
+    claims: list[str] = field(default_factory=list)
+    artifacts: list[ArtifactRow] = field(default_factory=list)
+    declared: dict[int, dict[str, float]] = field(default_factory=dict)
+
+
+def attempt_id_for(number: int) -> str:
+    return f"att-{number:05d}"
+
+
+class Attempts:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def create(self, new: NewAttempt, on_created: Callable[[str], str] | None = None) -> tuple[str, bool]:
+        """Insert the attempt with its artifacts and declared scores; returns (attempt_id, created).
+
+        A repeated idempotency key of the same agent returns the first attempt. `on_created` runs
+        inside the transaction (it writes the manifest and pins the commit) and returns the
+        manifest path; if it raises, nothing is recorded.
+        """
+        with self.db.transaction() as cur:
+            if new.idempotency_key:
+                row = cur.execute(
+                    "SELECT attempt_id FROM attempts WHERE agent_id = ? AND idempotency_key = ?",
+                    [new.agent_id, new.idempotency_key],
+                ).fetchone()
+                if row:
+                    return str(row[0]), False
+            number = cur.execute("SELECT nextval('attempt_seq')").fetchone()
+            assert number is not None
+            attempt_id = attempt_id_for(int(number[0]))
+            now = utcnow()
+            cur.execute(
+                "INSERT INTO attempts (attempt_id, agent_id, lane_id, commit_sha, folds, status, budget_class, "
+                "parent_attempt_id, inference_command, idempotency_key, summary, created_at, updated_at, claims) "
+                "VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    attempt_id, new.agent_id, new.lane_id, new.commit_sha, json.dumps(new.folds), new.budget_class,
+                    new.parent_attempt_id, json.dumps(new.inference_command) if new.inference_command else None,
+                    new.idempotency_key, new.summary, now, now, json.dumps(new.claims),
+                ],
+            )  # fmt: skip
+            self._insert_artifacts(cur, attempt_id, new.artifacts)
+            for fold, scores in sorted(new.declared.items()):
+                for metric, value in sorted(scores.items()):
+                    cur.execute(
+                        "INSERT INTO metrics (attempt_id, source, scope, fold, metric, value, recorded_at) "
+                        "VALUES (?, 'agent', 'fold', ?, ?, ?, ?)",
+                        [attempt_id, fold, metric, value, now],
+                    )
+            if on_created is not None:
+                manifest = on_created(attempt_id)
+                cur.execute("UPDATE attempts SET manifest_path = ? WHERE attempt_id = ?", [manifest, attempt_id])
+        return attempt_id, True
+
+    @staticmethod
+    def _insert_artifacts(cur: Any, attempt_id: str, artifacts: list[ArtifactRow]) -> None:
+        for a in artifacts:
+            cur.execute(
+                "INSERT INTO artifacts (attempt_id, role, declared_path, sha256, size_bytes, frozen_path, fold, "
+                "member) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [attempt_id, a.role, a.declared_path, a.sha256, a.size_bytes, a.frozen_path, a.fold, a.member],
+            )
+
+    def get(self, attempt_id: str) -> dict[str, Any]:
+        row = self.db.fetchone("SELECT * FROM attempts WHERE attempt_id = ?", [attempt_id])
+        if row is None:
+            raise NotFound(f"attempt_id: no attempt {attempt_id!r}", field="attempt_id")
+        for key in ("folds", "inference_command", "claims"):
+            row[key] = json.loads(row[key]) if row[key] else None
+        return row
+
+    def by_key(self, agent_id: str, idempotency_key: str) -> str | None:
+        value = self.db.scalar(
+            "SELECT attempt_id FROM attempts WHERE agent_id = ? AND idempotency_key = ?", [agent_id, idempotency_key]
+        )
+        return str(value) if value is not None else None
+
+    def exists(self, attempt_id: str) -> bool:
+        return self.db.scalar("SELECT count(*) FROM attempts WHERE attempt_id = ?", [attempt_id]) == 1
+
+    def lane_exists(self, lane_id: str) -> bool:
+        return self.db.scalar("SELECT count(*) FROM lanes WHERE lane_id = ?", [lane_id]) == 1
+
+    def artifacts(self, attempt_id: str) -> list[dict[str, Any]]:
+        return self.db.fetchall(
+            "SELECT role, fold, member, declared_path, sha256, size_bytes, frozen_path, value_sha256 "
+            "FROM artifacts WHERE attempt_id = ? ORDER BY role, fold, member, declared_path",
+            [attempt_id],
+        )
+
+    def scores(self, attempt_id: str, source: str, scope: str = "fold") -> dict[int, dict[str, float | None]]:
+        """fold → metric → value for one source ('agent' declared, 'reviewer' verified)."""
+        rows = self.db.fetchall(
+            "SELECT fold, metric, value FROM metrics WHERE attempt_id = ? AND source = ? AND scope = ?",
+            [attempt_id, source, scope],
+        )
+        found: dict[int, dict[str, float | None]] = {}
+        for row in rows:
+            found.setdefault(int(row["fold"]) if row["fold"] is not None else -1, {})[row["metric"]] = row["value"]
+        return found
+
+    def earlier_predictions(self, attempt_id: str, agent_id: str, folds: list[int]) -> list[dict[str, Any]]:
+        """Prediction files of earlier attempts on the same folds that a new one must not duplicate:
+        any other agent's (except withdrawn), and the same agent's unless rejected or withdrawn
+        (resubmitting a rejected attempt's predictions with repaired evidence is a repair)."""
+        if not folds:
+            return []
+        marks = ", ".join("?" for _ in folds)
+        return self.db.fetchall(
+            "SELECT ar.attempt_id, ar.fold, coalesce(ar.member, ar.declared_path) AS member, ar.sha256, "
+            "ar.value_sha256, ar.frozen_path "
+            "FROM artifacts ar JOIN attempts a USING (attempt_id) "
+            "JOIN attempts me ON me.attempt_id = ? "
+            f"WHERE ar.role = 'predictions' AND ar.fold IN ({marks}) AND a.attempt_id <> me.attempt_id "
+            "AND (a.created_at < me.created_at OR (a.created_at = me.created_at AND a.attempt_id < me.attempt_id)) "
+            "AND a.status <> 'withdrawn' "
+            "AND (a.agent_id <> ? OR a.status <> 'rejected') "
+            "ORDER BY a.created_at DESC, ar.attempt_id, ar.fold, ar.member",
+            [attempt_id, *folds, agent_id],
+        )
+
+    def withdraw(self, attempt_id: str, agent_id: str | None) -> str:
+        """Mark an attempt withdrawn (by its agent; `agent_id=None` for a supervisor)."""
+        with self.db.transaction() as cur:
+            row = cur.execute("SELECT agent_id, status FROM attempts WHERE attempt_id = ?", [attempt_id]).fetchone()
+            if row is None:
+                raise NotFound(f"attempt_id: no attempt {attempt_id!r}", field="attempt_id")
+            owner, status = row
+            if agent_id is not None and owner != agent_id:
+                raise Forbidden(f"attempt_id: attempt {attempt_id!r} belongs to another agent", field="attempt_id")
+            if status in ("accepted", "withdrawn"):
+                raise Conflict(
+                    f"attempt_id: attempt {attempt_id!r} is {status}; only pending, in_review or rejected "
+                    "attempts can be withdrawn",
+                    field="attempt_id",
+                )
+            cur.execute(
+                "UPDATE attempts SET status = 'withdrawn', updated_at = ? WHERE attempt_id = ?", [utcnow(), attempt_id]
+            )
+        return "withdrawn"

@@ -1,0 +1,102 @@
+"""The input of one review, gathered from the ledger by the server before the review process starts.
+
+Review processes never open the ledger (one writer per DuckDB file): everything they need from it
+travels in this JSON-serialisable job; everything else they read from the frozen artifacts, the
+run's repository and the data the server owns (task/ and private/).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from pydantic import BaseModel
+
+from server.ledger import Ledger
+from server.reviewer.report import BaselineValue
+from server.settings import Settings
+from server.workspace import Workspace
+
+
+class ArtifactRef(BaseModel):
+    role: str
+    fold: int | None
+    member: str | None
+    declared_path: str
+    sha256: str
+    frozen_path: str  # workspace-relative
+
+
+class EarlierPrediction(BaseModel):
+    attempt_id: str
+    fold: int
+    member: str | None
+    sha256: str
+    value_sha256: str | None
+    frozen_path: str
+
+
+class ParentScores(BaseModel):
+    attempt_id: str
+    declared: dict[int, dict[str, float | None]]
+    verified: dict[int, dict[str, float | None]]
+
+
+class ReviewJob(BaseModel):
+    review_id: str
+    attempt_id: str
+    agent_id: str
+    workspace: str
+    commit: str
+    folds: list[int]
+    declared: dict[int, dict[str, float | None]]
+    claims: list[str]
+    parent: ParentScores | None
+    artifacts: list[ArtifactRef]
+    inference_command: list[str] | None
+    baselines: list[BaselineValue]
+    earlier: list[EarlierPrediction]
+    replay_timeout_s: float
+    grader_timeout_s: float
+    python: str
+
+
+def build_job(ledger: Ledger, workspace: Workspace, settings: Settings, review_id: str) -> ReviewJob:
+    review = ledger.reviews.get(review_id)
+    attempt = ledger.attempts.get(review["attempt_id"])
+    folds = [int(f) for f in attempt["folds"]]
+    return ReviewJob(
+        review_id=review_id,
+        attempt_id=attempt["attempt_id"],
+        agent_id=attempt["agent_id"],
+        workspace=str(workspace.root),
+        commit=attempt["commit_sha"],
+        folds=folds,
+        declared=ledger.attempts.scores(attempt["attempt_id"], "agent"),
+        claims=attempt["claims"] or [],
+        parent=_parent(ledger, attempt.get("parent_attempt_id")),
+        artifacts=[ArtifactRef(**_pick(row, ArtifactRef)) for row in ledger.attempts.artifacts(attempt["attempt_id"])],
+        inference_command=attempt["inference_command"],
+        baselines=[BaselineValue(**_pick(vars(b), BaselineValue)) for b in ledger.reviews.baselines(folds)],
+        earlier=[
+            EarlierPrediction(**row)
+            for row in ledger.attempts.earlier_predictions(attempt["attempt_id"], attempt["agent_id"], folds)
+        ],
+        replay_timeout_s=settings.replay_timeout_s,
+        grader_timeout_s=settings.grader_timeout_s,
+        python=sys.executable,
+    )
+
+
+def _parent(ledger: Ledger, parent_id: str | None) -> ParentScores | None:
+    if not parent_id or not ledger.attempts.exists(parent_id):
+        return None
+    return ParentScores(
+        attempt_id=parent_id,
+        declared=ledger.attempts.scores(parent_id, "agent"),
+        verified=ledger.attempts.scores(parent_id, "reviewer"),
+    )
+
+
+def _pick(row: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if k in model.model_fields}

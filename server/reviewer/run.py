@@ -1,0 +1,135 @@
+"""One review, from frozen evidence to report: runs inside a review process, never in the server.
+
+`review(job)` computes every check of DESIGN §7 and the verified metrics; `worker_main` is the loop
+of a review process and `run_job` one review in it: progress goes to `reviews/<id>.progress.json`,
+the full report to `reviews/<id>.json` (atomically), or the error to `reviews/<id>.error.txt`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+import traceback
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from server.reviewer.access import access_check
+from server.reviewer.bounded import kill_live_groups
+from server.reviewer.context import ReviewContext
+from server.reviewer.duplicates import duplicate_check
+from server.reviewer.fold_checks import fold_check, incomplete_check, schema_check, split_leak_check
+from server.reviewer.holdout import holdout_check
+from server.reviewer.integrity import artifact_checks, commit_check, evidence_check
+from server.reviewer.job import ReviewJob
+from server.reviewer.metric_checks import direction_check, mismatch_check, trivial_check
+from server.reviewer.predictions import FoldResult, baseline_name, review_fold
+from server.reviewer.report import CODES, BaselineValue, ReviewReport, VerifiedMetric, verdict_of
+from server.reviewer.scoring import mean_value, plan_metrics
+from server.reviewer.submission import submission_check
+from server.reviewer.tabular import review_table_fold
+
+
+def review(job: ReviewJob, ctx: ReviewContext | None = None) -> ReviewReport:
+    started = time.monotonic()
+    ctx = ctx or ReviewContext.load(job)
+    plan = plan_metrics(ctx.contract)
+    checks = [commit_check(ctx), *artifact_checks(ctx), evidence_check(ctx)]
+    cached = {(b.fold, b.metric) for b in job.baselines}
+    primary = ctx.contract.primary_metric
+    fold_review = review_table_fold if ctx.contract.prediction.file_type == "csv" else review_fold
+    results = [fold_review(ctx, plan, fold, (fold, primary) not in cached) for fold in job.folds]
+    new_baselines = _new_baselines(ctx, results)
+    submission, missing_test = submission_check(ctx)
+    checks += [incomplete_check(results, missing_test), schema_check(results), fold_check(results)]
+    checks += [split_leak_check(ctx), access_check(ctx), mismatch_check(ctx, plan, results)]
+    checks += [direction_check(ctx, plan, results), duplicate_check(ctx, results), submission]
+    checks.append(trivial_check(ctx, plan, results, [*job.baselines, *new_baselines]))
+    holdout, holdout_metrics = holdout_check(ctx, plan, results)
+    checks.append(holdout)
+    checks.sort(key=lambda c: CODES.index(c.code))
+    return ReviewReport(
+        review_id=job.review_id,
+        attempt_id=job.attempt_id,
+        commit=job.commit,
+        verdict=verdict_of(checks),
+        checks=checks,
+        metrics=[*_fold_metrics(results), *holdout_metrics],
+        baselines=new_baselines,
+        value_hashes={
+            r.byte_hashes[c]: r.value_hashes[c] for r in results for c in r.value_hashes if c in r.byte_hashes
+        },
+        conventions={m.name: m.convention.model_dump(mode="json") for m in plan if m.convention is not None},
+        seconds=round(time.monotonic() - started, 3),
+    )
+
+
+def _fold_metrics(results: list[FoldResult]) -> list[VerifiedMetric]:
+    return [
+        VerifiedMetric(scope="fold", fold=r.fold, metric=name, value=mean_value(s), n_cases=s.n_cases,
+                       n_valid=s.n_valid, n_nan=s.n_nan, n_capped=s.n_capped)
+        for r in results for name, s in r.summaries.items()
+    ]  # fmt: skip
+
+
+def _new_baselines(ctx: ReviewContext, results: list[FoldResult]) -> list[BaselineValue]:
+    predictor = baseline_name(ctx)
+    return [
+        BaselineValue(fold=r.fold, predictor=predictor, metric=name, value=mean_value(s), n_cases=s.n_cases,
+                      n_valid=s.n_valid, n_nan=s.n_nan, n_capped=s.n_capped)
+        for r in results for name, s in r.baseline_summaries.items()
+    ]  # fmt: skip
+
+
+def report_paths(reviews_dir: Path, review_id: str) -> tuple[Path, Path, Path]:
+    """(report, progress, error) files of one review."""
+    return (
+        reviews_dir / f"{review_id}.json",
+        reviews_dir / f"{review_id}.progress.json",
+        reviews_dir / f"{review_id}.error.txt",
+    )
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _stop(signum: int, frame: object) -> None:
+    """SIGTERM from the pool (timeout or server stop): take replay and grader processes along."""
+    kill_live_groups()
+    os._exit(128 + signum)
+
+
+def run_job(job_json: str) -> bool:
+    """One review: the report (or the error) goes to reviews/; True if there is a report."""
+    job = ReviewJob.model_validate_json(job_json)
+    report_path, progress_path, error_path = report_paths(Path(job.workspace) / "reviews", job.review_id)
+
+    def progress(fraction: float, stage: str) -> None:
+        _write_atomic(progress_path, json.dumps({"fraction": round(fraction, 3), "stage": stage}))
+
+    try:
+        report = review(job, ReviewContext.load(job, progress))
+    except Exception as exc:
+        _write_atomic(error_path, f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-4000:]}")
+        return False
+    _write_atomic(report_path, report.model_dump_json(indent=1))
+    return True
+
+
+def worker_main(connection: Connection) -> None:
+    """A review process: its own process group (so the pool can kill it whole, subprocesses
+    included); takes job after job from the pool until the pool hangs up."""
+    os.setpgrp()
+    signal.signal(signal.SIGTERM, _stop)
+    while True:
+        try:
+            job_json = connection.recv()
+        except (EOFError, OSError):
+            return
+        if job_json is None:
+            return
+        connection.send(run_job(job_json))

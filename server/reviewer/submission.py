@@ -1,0 +1,132 @@
+"""SUBMISSION_INVALID: the test submission against the submission contract, then the task's own
+grader (when it has one) as the authority on validity. Valid or invalid with reasons; the grader's
+score never leaves its process."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+import tempfile
+from pathlib import Path, PurePosixPath
+
+from server.errors import DataUnreadable
+from server.reviewer.bounded import child_env, run_bounded
+from server.reviewer.context import ReviewContext
+from server.reviewer.images import read_reference, read_volume
+from server.reviewer.job import ArtifactRef
+from server.reviewer.predictions import schema_problems
+from server.reviewer.report import Check, fired, head, ok
+
+RUNNER = Path(__file__).with_name("grader_runner.py")
+
+
+def submission_check(ctx: ReviewContext) -> tuple[Check, list[str]]:
+    """The check, and the test cases the submission leaves out (for PRED_INCOMPLETE)."""
+    files = {ref.member or PurePosixPath(ref.declared_path).name: ref for ref in ctx.files("submission")}
+    if not files:
+        return ok("SUBMISSION_INVALID", "no test submission declared; nothing to validate"), []
+    reasons: list[str] = []
+    missing: list[str] = []
+    table = files.get(ctx.contract.submission.filename)
+    if table is None or not ctx.usable(table):
+        reasons.append(f"no usable {ctx.contract.submission.filename} at the top of the submission folder")
+    else:
+        missing = _check_table(ctx, ctx.path(table).read_text(errors="replace"), files, reasons)
+    grader = "not run"
+    if not reasons and ctx.contract.grader is not None:
+        grader = _run_grader(ctx, files, reasons)
+    if reasons:
+        return (
+            fired(
+                "SUBMISSION_INVALID",
+                f"the test submission is invalid: {reasons[0]}",
+                reasons=head(reasons),
+                n_reasons=len(reasons),
+                grader=grader,
+            ),
+            missing,
+        )
+    detail = "the task's grader accepted it" if grader == "valid" else "no task grader to confirm it"
+    return ok("SUBMISSION_INVALID", f"the test submission is valid ({detail})", grader=grader), missing
+
+
+def _check_table(ctx: ReviewContext, text: str, files: dict[str, ArtifactRef], reasons: list[str]) -> list[str]:
+    contract = ctx.contract.submission
+    rows = list(csv.DictReader(io.StringIO(text)))
+    header = next(csv.reader(io.StringIO(text)), [])
+    absent = [c for c in contract.columns if c not in header]
+    if absent:
+        reasons.append(f"{contract.filename} lacks columns {absent}; expected {contract.columns}, got {header}")
+        return []
+    ids = [row[contract.id_column] for row in rows]
+    expected = set(ctx.test_cases)
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    unknown = sorted(set(ids) - expected)
+    if repeated:
+        reasons.append(f"case ids repeat: {repeated[:10]}")
+    if unknown:
+        reasons.append(f"case ids not in the test set: {unknown[:10]}")
+    for row in rows:
+        value = row.get(contract.file_column or "", "") if contract.file_column else ""
+        if contract.file_column:
+            _check_file(ctx, row[contract.id_column], value, files, reasons)
+        elif any(v in ("", None) for v in row.values()):
+            reasons.append(f"row {row[contract.id_column]!r} has empty values")
+    return sorted(expected - set(ids))
+
+
+def _check_file(ctx: ReviewContext, case_id: str, rel: str, files: dict[str, ArtifactRef], reasons: list[str]) -> None:
+    path = PurePosixPath(rel)
+    if not rel or path.is_absolute() or ".." in path.parts:
+        reasons.append(f"{case_id}: path {rel!r} must be relative to the submission folder, without '..'")
+        return
+    ref = files.get(str(path))
+    if ref is None or not ctx.usable(ref):
+        reasons.append(f"{case_id}: {rel!r} is not in the submission folder")
+        return
+    case = ctx.test_cases.get(case_id)
+    if case is None:
+        return
+    ending = ctx.contract.layout.file_ending
+    try:
+        prediction = read_volume(ctx.path(ref), ending)
+    except DataUnreadable as exc:
+        reasons.append(f"{case_id}: {rel} {exc}")
+        return
+    image = read_reference(ctx.workspace.task_dir / case.image_paths[0], ending)
+    for problem in schema_problems(ctx, prediction, image):
+        reasons.append(f"{case_id}: {problem['problem']} expected {problem.get('expected')} got {problem.get('got')}")
+
+
+def _run_grader(ctx: ReviewContext, files: dict[str, ArtifactRef], reasons: list[str]) -> str:
+    grader = ctx.contract.grader
+    assert grader is not None
+    private = ctx.workspace.private_dir
+    answers, answers_dir = private / "answers.csv", private / "labels"
+    if not (private / grader.file).is_file() or not answers.is_file():
+        return "not run: grader or private/answers.csv absent"
+    with tempfile.TemporaryDirectory(prefix="amid-submission-") as tmp:
+        folder = Path(tmp) / "submission"
+        for member, ref in files.items():
+            target = folder / member
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(ctx.path(ref), target)
+        argv = [ctx.job.python, str(RUNNER), str(private / grader.file), grader.function,
+                str(folder / ctx.contract.submission.filename), str(folder), str(answers),
+                str(answers_dir) if answers_dir.is_dir() else ""]  # fmt: skip
+        outcome = run_bounded(argv, Path(tmp), ctx.job.grader_timeout_s, child_env())
+    if outcome.timed_out:
+        reasons.append(f"the task's grader did not finish within {ctx.job.grader_timeout_s:.0f} s")
+        return "timed out"
+    lines = outcome.stdout.strip().splitlines()
+    try:
+        verdict = json.loads(lines[-1])
+    except (IndexError, ValueError):
+        reasons.append(f"the task's grader crashed (exit {outcome.returncode}): {outcome.stderr_tail[-500:]}")
+        return "crashed"
+    if not verdict["valid"]:
+        reasons.append(f"the task's grader rejected it: {verdict['reason']}")
+        return "invalid"
+    return "valid"

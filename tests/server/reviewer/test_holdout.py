@@ -1,0 +1,98 @@
+"""Holdout replay on a demo workspace whose contract keeps 20 % of the patients server-side: the
+reviewer re-runs the attempt's declared inference command at its frozen commit on the holdout
+inputs and warns (HOLDOUT_GAP) when the holdout score strays from the validation score."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from server.context import Services
+from server.reviewer import reviewer, stop_reviewer
+from server.workspace import init_workspace
+from tests.server.reviewer.conftest import open_services
+from tests.server.reviewer.sandbox import AgentSandbox, call, client_for, failed_codes, marked, submit_and_review
+from tools.task.contract import ValidationProtocol
+from tools.task.importers import import_task
+
+pytestmark = pytest.mark.anyio
+REPLAY = ["{python}", "predict.py", "{input_dir}", "{output_dir}"]
+
+
+@pytest.fixture(scope="module")
+def holdout_services(demo_challenge: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Services]:
+    imported = import_task(demo_challenge)
+    imported.contract = imported.contract.model_copy(
+        update={"validation": ValidationProtocol(k_folds=4, seed=0, holdout_fraction=0.2)}
+    )
+    workspace = init_workspace(imported, tmp_path_factory.mktemp("holdout") / "ws")
+    services = open_services(workspace.root, replay_timeout_s=120.0)
+    reviewer(services)
+    yield services
+    stop_reviewer(services)
+    services.ledger.close()
+
+
+def _holdout_ids(services: Services) -> list[str]:
+    cases = json.loads((services.workspace.private_dir / "holdout.json").read_text())["cases"]
+    return [c["case_id"] for c in cases]
+
+
+async def _review(services: Services, box: AgentSandbox, payload: dict[str, Any]) -> dict[str, Any]:
+    async with client_for(services, box.agent_id) as client:
+        return await submit_and_review(client, payload)
+
+
+async def test_an_honest_model_replays_on_the_holdout_without_a_gap(holdout_services: Services) -> None:
+    box = AgentSandbox(holdout_services.workspace, "replayed")
+    payload = box.payload(box.commit(), 0, box.predict_with_model(0), inference_command=REPLAY)
+    review = await _review(holdout_services, box, payload)
+
+    assert review["verdict"] == "accepted" and "HOLDOUT_GAP" in review["passed_checks"], review["failed_checks"]
+    holdout = {m["metric"]: m for m in review["metrics"] if m["scope"] == "holdout"}
+    assert set(holdout) == {"dice", "hd95"} and holdout["dice"]["n_cases"] == 2 * len(_holdout_ids(holdout_services))
+    assert holdout["dice"]["declared"] is None  # the agent never sees holdout labels, so never declares them
+
+
+async def test_validation_copied_from_labels_but_a_weaker_model_fires_holdout_gap(holdout_services: Services) -> None:
+    box = AgentSandbox(holdout_services.workspace, "overfitter")
+    payload = box.payload(box.commit(), 1, box.write_predictions(1, marked(1)), inference_command=REPLAY)
+    review = await _review(holdout_services, box, payload)
+
+    gap = failed_codes(review)["HOLDOUT_GAP"]
+    assert gap["severity"] == "warning" and review["verdict"] == "accepted"  # a warning, not a rejection
+    evidence = gap["evidence"]
+    assert evidence["validation"] > 0.99 and evidence["holdout"] < evidence["validation"] - evidence["tolerance"]
+    assert evidence["metric"] == "dice" and evidence["n_holdout_cases"] == len(_holdout_ids(holdout_services))
+
+
+async def test_without_an_inference_command_the_holdout_is_not_replayed(holdout_services: Services) -> None:
+    box = AgentSandbox(holdout_services.workspace, "silent")
+    payload = box.payload(box.commit(), 2, box.write_predictions(2, marked(2)))
+    async with client_for(holdout_services, box.agent_id) as client:
+        attempt = await call(client, "submit_attempt", payload)
+        assert any("inference_command" in w for w in attempt["warnings"])
+        review = await submit_and_review(client, {**payload, "idempotency_key": "second"})
+    gap = failed_codes(review)["HOLDOUT_GAP"]
+    assert gap["severity"] == "warning" and "not replayed" in gap["message"]
+
+
+async def test_naming_or_training_on_holdout_cases_fires_illegal_data_access(holdout_services: Services) -> None:
+    box = AgentSandbox(holdout_services.workspace, "snoop")
+    held = _holdout_ids(holdout_services)
+    folder = box.write_predictions(3, marked(3))
+    log = box.write_text("outputs/snoop.log", f"epoch 1\nextra case {held[0]}_0000.nii.gz\n")
+    manifest = box.write_manifest({3: [*box.folds.folds[3].train_cases, held[1]]}, "outputs/greedy.json")
+    payload = box.payload(box.commit(), 3, folder, artifacts={"logs": [log], "training_manifest": manifest})
+    review = await _review(holdout_services, box, payload)
+
+    hits = failed_codes(review)["ILLEGAL_DATA_ACCESS"]["evidence"]["hits"]
+    assert {"source": "logs", "kind": "holdout case id", "match": held[0]} in [
+        {k: h[k] for k in ("source", "kind", "match")} for h in hits
+    ]
+    assert any(h["source"] == "training_manifest" and held[1] in h["match"] for h in hits)
+    assert review["verdict"] == "rejected"

@@ -1,0 +1,103 @@
+"""Table predictions (a classification task): the reviewer re-scores a fold's CSV against the task's
+labels table, compares with the majority-class predictor, and finds copied tables."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+from server.context import Services
+from server.reviewer import reviewer, stop_reviewer
+from server.workspace import init_workspace
+from tests.factories import write_nifti
+from tests.server.reviewer.conftest import open_services
+from tests.server.reviewer.sandbox import AgentSandbox, client_for, failed_codes, submit_and_review
+from tools.task.importers import import_task
+
+pytestmark = pytest.mark.anyio
+N_CASES = 24
+
+
+def _classification_task(root: Path) -> Path:
+    rng = np.random.default_rng(3)
+    rows = ["case_id,label"]
+    for i in range(N_CASES):
+        write_nifti(root / "data/images" / f"c{i:02d}_0000.nii.gz", rng.normal(0, 1, (6, 6, 3)).astype(np.float32))
+        rows.append(f"c{i:02d},{int(i % 3 == 0)}")  # one case in three is positive
+    (root / "data/labels.csv").write_text("\n".join(rows) + "\n")
+    task = {
+        "id": "tiny-classification",
+        "title": "Tiny classification",
+        "modality": "CT",
+        "task_type": "classification",
+        "layout": {"train_images": "data/images", "labels_table": "data/labels.csv"},
+        "metrics": [{"name": "balanced_accuracy", "direction": "higher_better"}],
+        "primary_metric": "balanced_accuracy",
+        "prediction": {"file_type": "csv", "csv_columns": ["case_id", "label"]},
+        "submission": {"columns": ["case_id", "label"]},
+        "validation": {"k_folds": 3, "seed": 0},
+    }
+    (root / "task.yaml").write_text(yaml.safe_dump(task))
+    return root / "task.yaml"
+
+
+@pytest.fixture(scope="module")
+def table_services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Services]:
+    source = _classification_task(tmp_path_factory.mktemp("classification"))
+    workspace = init_workspace(import_task(source), tmp_path_factory.mktemp("table") / "ws")
+    services = open_services(workspace.root)
+    reviewer(services)
+    yield services
+    stop_reviewer(services)
+    services.ledger.close()
+
+
+def _truth(box: AgentSandbox) -> dict[str, int]:
+    lines = (box.workspace.task_dir / "data/labels.csv").read_text().split()[1:]
+    return {line.split(",")[0]: int(line.split(",")[1]) for line in lines}
+
+
+def _payload(box: AgentSandbox, fold: int, predict: dict[str, int], declared: float, tag: str) -> dict[str, Any]:
+    rows = "\n".join(f"{case},{label}" for case, label in predict.items())
+    table = box.write_text(f"outputs/{tag}/predictions.csv", "case_id,label\n" + rows + "\n")
+    manifest = box.honest_manifest([fold], f"outputs/{tag}/manifest.json")
+    return {
+        "commit": box.commit(),
+        "folds": [fold],
+        "declared_scores": {str(fold): {"balanced_accuracy": declared}},
+        "artifacts": {"predictions": {str(fold): table}, "training_manifest": manifest, **box.write_evidence(tag)},
+    }
+
+
+async def test_table_predictions_are_rescored_and_judged(table_services: Services) -> None:
+    box = AgentSandbox(table_services.workspace, "tabler")
+    truth, val = _truth(box), box.folds.val_cases(0)
+    good = {c: truth[c] for c in val}
+    good[val[0]] = 1 - good[val[0]]  # one mistake
+    expected = np.mean([np.mean([good[c] == k for c in val if truth[c] == k]) for k in (0, 1)])
+    async with client_for(table_services, "tabler") as client:
+        honest = await submit_and_review(client, _payload(box, 0, good, float(expected), "good"))
+        assert honest["verdict"] == "accepted", honest["failed_checks"]
+        assert honest["metrics"][0]["verified"] == pytest.approx(expected)
+
+        majority = await submit_and_review(client, _payload(box, 0, dict.fromkeys(val, 0), 0.5, "majority"))
+        baseline = failed_codes(majority)["TRIVIAL_BASELINE"]["evidence"]["folds"][0]
+        assert (baseline["predictor"], baseline["baseline"], baseline["verified"]) == ("majority_class", 0.5, 0.5)
+
+        inflated = await submit_and_review(client, _payload(box, 0, good, 1.0, "inflated"))
+        mismatch = failed_codes(inflated)["METRIC_MISMATCH"]["evidence"]["mismatches"][0]
+        assert (mismatch["declared"], mismatch["verified"]) == (1.0, pytest.approx(expected))
+
+    copier = AgentSandbox(table_services.workspace, "table-copier")
+    shutil.copy(box.worktree / "outputs/good/predictions.csv", copier.path("outputs/copy/predictions.csv"))
+    payload = _payload(copier, 0, good, float(expected), "copy2")
+    payload["artifacts"]["predictions"] = {"0": "outputs/copy/predictions.csv"}
+    async with client_for(table_services, "table-copier") as client:
+        copied = await submit_and_review(client, payload)
+    assert failed_codes(copied)["DUPLICATE_PAYLOAD"]["evidence"]["duplicates"][0]["identical"] == "bytes"

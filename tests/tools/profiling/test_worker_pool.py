@@ -1,0 +1,26 @@
+"""The process pool survives a worker that dies mid-run: lost cases are retried, none is dropped."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+
+from tests.tools.profiling.conftest import ct_request
+from tools.profiling import ProfileCase, profile_dataset
+
+
+def test_a_killed_worker_loses_no_case(ct_cases: list[ProfileCase]) -> None:
+    killed: list[int] = []
+
+    def kill_a_worker_once(done: int, total: int, message: str) -> None:
+        workers = multiprocessing.active_children()
+        if done == 1 and workers and not killed:
+            killed.append(workers[0].pid or 0)
+            os.kill(killed[0], signal.SIGKILL)  # what a segfaulting reader does to its process
+
+    profile = profile_dataset(ct_request(ct_cases, n_workers=2), progress=kill_a_worker_once)
+    assert killed
+    assert sorted(r.case_id for r in profile.cases) == [c.case_id for c in ct_cases]
+    assert profile.issues_with("reader_crashed") == []
+    assert all(r.file_type == "nifti" and r.foreground_ratio for r in profile.cases)

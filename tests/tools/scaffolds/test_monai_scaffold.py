@@ -1,0 +1,136 @@
+"""The MONAI lane: a configuration chosen from the profile, and a training/inference entry point that runs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import nibabel as nib
+import numpy as np
+import pytest
+import yaml
+from PIL import Image
+
+from server.context import Services, ToolContext
+from server.ledger import Identity
+from server.workspace import Workspace, init_workspace
+from tests.tools.scaffolds.graded import grade_with_task_grader, run_step, submission_rows, worktree_of
+from tools.lane_plan import ensure_portfolio
+from tools.planning.facts import ChannelIntensity, PlanningFacts
+from tools.planning.steps import monai_steps
+from tools.scaffolds.monai_config import config_from_facts
+from tools.task.importers import import_task
+
+LANE = "monai-3d-segresnet-swinunetr"
+
+
+def _facts(**overrides: object) -> PlanningFacts:
+    base: dict[str, object] = {
+        "task_type": "segmentation", "modality": "CT", "dims": 3, "n_train_cases": 20,
+        "predicates": {"dims_3d": True, "sparse_foreground": True},
+        "median_shape": [200, 180, 40], "median_spacing": [0.8, 0.8, 4.0],
+        "label_values": {0: "background", 1: "liver", 2: "lesion"},
+        "intensity": [ChannelIntensity(name="CT", mean=90, std=30, percentile_00_5=-50, percentile_99_5=200)],
+    }  # fmt: skip
+    return PlanningFacts.model_validate({**base, **overrides})
+
+
+def test_sparse_3d_ct_gets_segresnet_dice_focal_a_ct_window_and_foreground_crops() -> None:
+    cfg = config_from_facts(_facts())
+    assert (cfg.network, cfg.spatial_dims, cfg.loss, cfg.intensity) == ("SegResNet", 3, "DiceFocal", "ct_window")
+    assert cfg.target_spacing == [0.8, 0.8, 4.0] and cfg.patch_size == [128, 128, 32]
+    assert cfg.clip == [-50, 200] and cfg.mean_std == [90, 30] and cfg.pos_neg == [2.0, 1.0]
+    assert cfg.label_values == [0, 1, 2] and cfg.out_channels == 3
+    assert any("median spacing" in reason for reason in cfg.reasons)
+
+
+def test_rgb_tiles_get_a_2d_unet_scaled_to_unit_range() -> None:
+    cfg = config_from_facts(_facts(
+        modality="pathology", dims=2, rgb=True, n_channels=1, median_shape=[300, 300], median_spacing=[1, 1],
+        predicates={"dims_2d": True}, intensity=[],
+    ))  # fmt: skip
+    assert (cfg.network, cfg.in_channels, cfg.intensity, cfg.loss) == ("BasicUNet", 3, "rgb_0_1", "DiceCE")
+    assert cfg.target_spacing is None and cfg.patch_size == [256, 256]
+
+
+def test_enhancement_gets_l1_and_an_invertible_shared_scaling() -> None:
+    cfg = config_from_facts(_facts(task_type="enhancement", predicates={"dims_3d": True, "paired_enhancement": True}))
+    assert (cfg.loss, cfg.intensity, cfg.mean_std, cfg.label_values) == ("L1", "global_zscore", [90, 30], [])
+    assert cfg.out_channels == cfg.in_channels == 1
+    with pytest.raises(ValueError, match="covers"):
+        config_from_facts(_facts(task_type="classification"))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_monai_lane_trains_on_the_locked_fold_and_predicts_in_the_task_format(services: Services) -> None:
+    workspace = services.workspace
+    ensure_portfolio(ToolContext(services=services, caller=Identity(agent_id="w1", role="agent")))
+    config = json.loads((workspace.memory_dir / "lanes" / f"{LANE}.monai_config.json").read_text())
+    assert config["network"] == "SegResNet" and config["intensity"] == "ct_window"
+    steps = {s.name: s for s in monai_steps(LANE, sys.executable, 5)}
+    worktree = worktree_of(workspace)
+    cpu = ["--device", "cpu"]
+    run_step(steps["train_fold_0"], worktree, ["--epochs", "1", "--iterations", "2", *cpu])
+    run_step(steps["predict_fold_0"], worktree, cpu)
+    fold = json.loads((workspace.task_dir / "folds.json").read_text())["folds"][0]
+    for case_id in fold["val_cases"]:
+        prediction = nib.load(worktree / "predictions/fold_0" / f"{case_id}.nii.gz")
+        reference = nib.load(workspace.task_dir / "public/train/images" / f"{case_id}_0000.nii.gz")
+        assert prediction.shape == reference.shape and np.allclose(prediction.affine, reference.affine)
+        assert set(np.unique(np.asarray(prediction.dataobj))) <= {0, 1, 2}
+    manifest = json.loads((worktree / "predictions/fold_0/training_manifest.json").read_text())
+    assert manifest["train_cases"] == fold["train_cases"] and manifest["fold"] == 0
+    assert len((worktree / ".amid-local/monai/fold_0/train_log.jsonl").read_text().splitlines()) == 1
+    run_step(steps["predict_test"], worktree, cpu)
+    assert len(submission_rows(worktree / "submission")) == 6
+    scores = grade_with_task_grader(workspace, worktree / "submission")
+    assert 0.0 <= scores["dice"] <= 1.0
+
+
+def _png_enhancement_task(root: Path) -> Workspace:
+    """Grey 40 x 36 PNG pairs: noisy inputs, smooth targets; six cases in three groups."""
+    rng = np.random.default_rng(3)
+    yy, xx = np.mgrid[0:40, 0:36]
+    for i in range(6):
+        clean = (120 + 80 * np.sin(xx / (4 + i)) * np.cos(yy / 7)).clip(0, 255)
+        noisy = (clean + rng.normal(0, 20, clean.shape)).clip(0, 255)
+        for folder, array in (("low", noisy), ("full", clean)):
+            (root / folder).mkdir(parents=True, exist_ok=True)
+            Image.fromarray(array.astype(np.uint8)).save(root / folder / f"img{i}.png")
+    (root / "groups.csv").write_text("case_id,site\n" + "".join(f"img{i},s{i % 3}\n" for i in range(6)))
+    task = {
+        "id": "tiny-denoise", "title": "Tiny denoising", "modality": "ultrasound", "task_type": "enhancement",
+        "layout": {"train_images": "low", "train_labels": "full", "file_ending": ".png", "groups_table": "groups.csv",
+                   "group_key": "site"},
+        "metrics": [{"name": "psnr", "direction": "higher_better"}], "primary_metric": "psnr",
+        "prediction": {"file_type": "png"},
+        "submission": {"columns": ["case_id", "prediction_path"], "file_column": "prediction_path"},
+        "validation": {"k_folds": 3, "seed": 0},
+    }  # fmt: skip
+    (root / "task.yaml").write_text(yaml.safe_dump(task))
+    return init_workspace(import_task(root / "task.yaml"), root.parent / "ws")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_monai_scaffold_restores_2d_png_pairs_at_their_original_size(tmp_path: Path) -> None:
+    from tools.planning.facts import facts_from_profile
+    from tools.profile_data import build_request
+    from tools.profiling import profile_dataset
+
+    workspace = _png_enhancement_task(tmp_path / "task")
+    contract = workspace.contract()
+    profile = profile_dataset(build_request(workspace, contract, workspace.folds()))
+    facts = facts_from_profile(profile, contract.modality)
+    assert facts.holds("paired_enhancement") and facts.dims == 2
+    config = config_from_facts(facts, epochs=1)
+    config.write(workspace.memory_dir / "lanes" / "paired-enhancement-restoration.monai_config.json")
+    steps = {s.name: s for s in monai_steps("paired-enhancement-restoration", sys.executable, 3)}
+    worktree = worktree_of(workspace)
+    run_step(steps["train_fold_0"], worktree, ["--iterations", "2", "--device", "cpu"])
+    run_step(steps["predict_fold_0"], worktree, ["--device", "cpu"])
+    for case_id in workspace.folds().folds[0].val_cases:
+        with Image.open(worktree / "predictions/fold_0" / f"{case_id}.png") as restored:
+            assert restored.size == (36, 40) and restored.mode == "L"

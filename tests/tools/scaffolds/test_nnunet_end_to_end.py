@@ -1,0 +1,51 @@
+"""The nnU-Net lane's own commands, run end to end on the demo task on CPU with a tiny schedule."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import nibabel as nib
+import numpy as np
+import pytest
+
+from server.workspace import Workspace
+from tests.tools.scaffolds.graded import NO_DA_WORKERS, grade_with_task_grader, run_step, submission_rows, worktree_of
+from tools.scaffolds.nnunet import commands
+from tools.task.folds import LockedFolds
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+
+
+def test_nnunet_lane_converts_plans_trains_predicts_and_converts_back(workspace: Workspace) -> None:
+    worktree = worktree_of(workspace)
+    steps = {s.name: s for s in commands(sys.executable, "demo-liver-lesion-ct", "3d_fullres", 5, cpus=2)}
+    run_step(steps["convert"], worktree)
+    run_step(steps["plan_and_preprocess"], worktree)  # the real nnUNetv2_plan_and_preprocess, integrity checked
+    preprocessed = worktree / ".amid-local/nnunet/preprocessed/Dataset501_DemoLiverLesionCt"
+    assert (preprocessed / "nnUNetPlans.json").is_file()
+    locked = LockedFolds.model_validate_json((workspace.task_dir / "folds.json").read_text())
+    splits = json.loads((preprocessed / "splits_final.json").read_text())  # survived preprocessing
+    assert [sorted(s["val"]) for s in splits] == [f.val_cases for f in locked.folds]
+
+    run_step(steps["smoke_train_fold_0"], worktree, ["--device", "cpu", "--iterations", "2"], NO_DA_WORKERS)
+    run_step(steps["to_task_fold_0"], worktree)
+    fold_dir = worktree / "predictions/fold_0"
+    for case_id in locked.folds[0].val_cases:
+        prediction = nib.load(fold_dir / f"{case_id}.nii.gz")
+        reference = nib.load(workspace.task_dir / "public/train/images" / f"{case_id}_0000.nii.gz")
+        assert prediction.shape == reference.shape and np.allclose(prediction.affine, reference.affine)
+        assert set(np.unique(np.asarray(prediction.dataobj))) <= {0, 1, 2}
+    manifest = json.loads((fold_dir / "training_manifest.json").read_text())
+    assert manifest["train_cases"] == locked.folds[0].train_cases
+
+    predict = steps["predict_test"]
+    only_fold_0 = predict.model_copy(update={"command": predict.command[: predict.command.index("-f")]})
+    run_step(only_fold_0, worktree, ["-f", "0", "-device", "cpu", "--disable_tta", "-npp", "1", "-nps", "1"])
+    run_step(steps["to_task_test"], worktree)
+    submission = worktree / "submission"
+    assert [row["case_id"] for row in submission_rows(submission)] == sorted(
+        p.name.removesuffix("_0000.nii.gz") for p in (workspace.task_dir / "public/test/images").iterdir()
+    )
+    scores = grade_with_task_grader(workspace, submission)  # the challenge's grader accepts it
+    assert 0.0 <= scores["dice"] <= 1.0 and scores["hd95"] >= 0.0

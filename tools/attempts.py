@@ -1,0 +1,215 @@
+"""submit_attempt and withdraw_attempt: record an attempt bound to a commit, with its evidence frozen.
+
+Every declared path is confined to the caller's worktree and every file is copied, read-only and
+content-addressed, into `artifacts/` before the attempt is recorded; the ledger rows (attempt,
+artifacts, declared scores) and the attempt's manifest are written in one transaction.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated
+
+from pydantic import BaseModel, Field
+
+from server.artifacts import ArtifactStore, DeclaredFile, FrozenFile, collect
+from server.context import ToolContext
+from server.errors import NotFound, invalid
+from server.ledger.attempts import ArtifactRow, NewAttempt
+from server.repo import pin_commit, resolve_commit
+from server.toolkit import WORKERS, Progress, ToolResult, ToolSpec
+
+
+class ArtifactPaths(BaseModel):
+    predictions: dict[int, str] = Field(
+        default_factory=dict, description="fold → folder of CASE<file_ending> predictions (paths in your worktree)"
+    )
+    submission: str | None = Field(default=None, description="test submission folder: submission.csv + its files")
+    logs: list[str] = Field(default_factory=list, description="training/inference log files or folders")
+    checkpoint: str | None = Field(default=None, description="model weights file or folder")
+    training_manifest: str | None = Field(
+        default=None, description='JSON of case ids trained on: {"folds": {"0": [ids]}} or a list of ids'
+    )
+
+
+class SubmitAttemptInput(BaseModel):
+    commit: Annotated[str, Field(min_length=4, max_length=100, description="git commit in your worktree")]
+    folds: Annotated[list[int], Field(min_length=1, description="locked fold indices validated on")]
+    declared_scores: dict[int, dict[str, float]] = Field(description="fold → {metric: value}, primary metric included")
+    artifacts: ArtifactPaths
+    lane_id: str | None = None
+    budget_class: Annotated[str | None, Field(max_length=32)] = None
+    parent_attempt_id: str | None = None
+    claims_improvement: list[str] = Field(default_factory=list, description="metrics claimed better than the parent")
+    inference_command: Annotated[list[str] | None, Field(max_length=64)] = Field(
+        default=None, description="argv for holdout replay; placeholders {python} {input_dir} {output_dir}"
+    )
+    summary: Annotated[str | None, Field(max_length=500)] = None
+    idempotency_key: Annotated[str | None, Field(max_length=128)] = None
+
+
+class SubmitAttemptResult(ToolResult):
+    attempt_id: str
+    status: str
+    commit: str
+    n_files: int
+    total_bytes: int
+    warnings: list[str] = Field(default_factory=list, description="what the reviewer will reject unless fixed")
+
+
+Declared = list[tuple[str, int | None, DeclaredFile]]
+
+
+def submit_attempt(
+    ctx: ToolContext, request: SubmitAttemptInput, progress: Progress | None = None
+) -> SubmitAttemptResult:
+    """Record an attempt (commit, folds, declared scores, artifact paths); its files are frozen now.
+    Returns attempt_id with status pending; then call request_review."""
+    agent = ctx.caller.agent_id
+    if request.idempotency_key and (known := ctx.ledger.attempts.by_key(agent, request.idempotency_key)):
+        return _result(ctx, known, [])
+    _check_request(ctx, request)
+    sha = resolve_commit(ctx.workspace.repo_dir, request.commit)
+    if sha is None:
+        raise NotFound(
+            f"commit: {request.commit!r} is not a commit of the run's repository; commit first", field="commit"
+        )
+    declared = _declared(ctx, request.artifacts)
+    frozen = _freeze(ctx, declared, progress)
+    rows = [
+        ArtifactRow(role, f.declared_path, z.sha256, z.size_bytes, z.frozen_path, fold, f.member)
+        for (role, fold, f), z in zip(declared, frozen, strict=True)
+    ]
+    new = NewAttempt(
+        agent_id=agent, lane_id=request.lane_id, commit_sha=sha, folds=sorted(request.folds),
+        budget_class=request.budget_class, parent_attempt_id=request.parent_attempt_id,
+        inference_command=request.inference_command, idempotency_key=request.idempotency_key,
+        summary=request.summary, claims=request.claims_improvement, artifacts=rows, declared=request.declared_scores,
+    )  # fmt: skip
+    store = ArtifactStore(ctx.workspace)
+
+    def finish(attempt_id: str) -> str:
+        pin_commit(ctx.workspace.repo_dir, sha, attempt_id)
+        return store.write_manifest(attempt_id, _manifest(attempt_id, new))
+
+    attempt_id, _ = ctx.ledger.attempts.create(new, on_created=finish)
+    return _result(ctx, attempt_id, _warnings(ctx, request))
+
+
+def _check_request(ctx: ToolContext, request: SubmitAttemptInput) -> None:
+    k, names = ctx.folds.k, [m.name for m in ctx.contract.metrics]
+    folds = request.folds
+    if len(set(folds)) != len(folds) or any(not 0 <= f < k for f in folds):
+        raise invalid("folds", folds, f"distinct locked fold indices from 0 to {k - 1}")
+    if set(request.declared_scores) != set(folds):
+        raise invalid("declared_scores", sorted(request.declared_scores), f"one entry per declared fold {folds}")
+    for fold, scores in request.declared_scores.items():
+        unknown = sorted(set(scores) - set(names))
+        if unknown or ctx.contract.primary_metric not in scores:
+            raise invalid(f"declared_scores.{fold}", sorted(scores), f"metrics among {names}, including the primary")
+        if any(not math.isfinite(v) for v in scores.values()):
+            raise invalid(f"declared_scores.{fold}", scores, "finite numbers")
+    if set(request.artifacts.predictions) != set(folds):
+        raise invalid("artifacts.predictions", sorted(request.artifacts.predictions), f"a folder for each fold {folds}")
+    _check_links(ctx, request, names)
+
+
+def _check_links(ctx: ToolContext, request: SubmitAttemptInput, names: list[str]) -> None:
+    if not set(request.claims_improvement) <= set(names):
+        raise invalid("claims_improvement", request.claims_improvement, f"metric names among {names}")
+    if request.claims_improvement and not request.parent_attempt_id:
+        raise invalid("parent_attempt_id", None, "the attempt you claim to improve on")
+    parent = request.parent_attempt_id
+    if parent and not ctx.ledger.attempts.exists(parent):
+        raise NotFound(f"parent_attempt_id: no attempt {parent!r}", field="parent_attempt_id")
+    if request.lane_id and not ctx.ledger.attempts.lane_exists(request.lane_id):
+        raise NotFound(f"lane_id: no lane {request.lane_id!r}; see list_lanes", field="lane_id")
+    if request.inference_command is not None and (not request.inference_command or not all(request.inference_command)):
+        raise invalid("inference_command", request.inference_command, "a non-empty argv of non-empty strings")
+
+
+def _declared(ctx: ToolContext, paths: ArtifactPaths) -> Declared:
+    ws, agent = ctx.workspace, ctx.caller.agent_id
+    found: Declared = []
+    for fold, folder in sorted(paths.predictions.items()):
+        found += [("predictions", fold, f) for f in collect(ws, agent, folder, f"artifacts.predictions.{fold}")]
+    singles = {
+        "submission": paths.submission,
+        "checkpoint": paths.checkpoint,
+        "training_manifest": paths.training_manifest,
+    }
+    for role, path in singles.items():
+        if path:
+            found += [(role, None, f) for f in collect(ws, agent, path, f"artifacts.{role}")]
+    for index, path in enumerate(paths.logs):
+        found += [("logs", None, f) for f in collect(ws, agent, path, f"artifacts.logs.{index}")]
+    if paths.training_manifest and len([r for r in found if r[0] == "training_manifest"]) != 1:
+        raise invalid("artifacts.training_manifest", paths.training_manifest, "one JSON file")
+    return found
+
+
+def _freeze(ctx: ToolContext, declared: Declared, progress: Progress | None) -> list[FrozenFile]:
+    store = ArtifactStore(ctx.workspace)
+    total = float(sum(f.source.stat().st_size for _, _, f in declared)) or 1.0
+    done = 0
+
+    def step(n: int) -> None:
+        nonlocal done
+        done += n
+        if progress and total > 64e6:
+            progress(done, total, "hashing and freezing artifacts")
+
+    return [store.freeze(f.source, step) for _, _, f in declared]
+
+
+def _manifest(attempt_id: str, new: NewAttempt) -> dict[str, object]:
+    return {
+        "attempt_id": attempt_id, "agent_id": new.agent_id, "commit": new.commit_sha, "folds": new.folds,
+        "files": [{"role": a.role, "fold": a.fold, "member": a.member, "declared_path": a.declared_path,
+                   "sha256": a.sha256, "size_bytes": a.size_bytes} for a in new.artifacts],
+    }  # fmt: skip
+
+
+def _warnings(ctx: ToolContext, request: SubmitAttemptInput) -> list[str]:
+    paths, need = request.artifacts, ctx.contract.evidence
+    absent = [role for role in ("logs", "checkpoint", "training_manifest") if getattr(need, role)]
+    absent = [role for role in absent if not getattr(paths, role)]
+    found = [f"the contract requires {role}: MISSING_EVIDENCE unless you resubmit with it" for role in absent]
+    if ctx.contract.validation.holdout_fraction > 0 and not request.inference_command:
+        found.append("the contract has a holdout: without inference_command it is not replayed (HOLDOUT_GAP)")
+    return found
+
+
+def _result(ctx: ToolContext, attempt_id: str, warnings: list[str]) -> SubmitAttemptResult:
+    attempt = ctx.ledger.attempts.get(attempt_id)
+    files = ctx.ledger.attempts.artifacts(attempt_id)
+    return SubmitAttemptResult(
+        attempt_id=attempt_id, status=attempt["status"], commit=attempt["commit_sha"], n_files=len(files),
+        total_bytes=sum(int(f["size_bytes"]) for f in files), warnings=warnings,
+    )  # fmt: skip
+
+
+class WithdrawInput(BaseModel):
+    attempt_id: Annotated[str, Field(min_length=1)]
+
+
+class WithdrawResult(ToolResult):
+    attempt_id: str
+    status: str
+
+
+def withdraw_attempt(ctx: ToolContext, request: WithdrawInput) -> WithdrawResult:
+    """Withdraw one of your attempts that is not accepted (it stays in the ledger, marked withdrawn)."""
+    owner = ctx.caller.agent_id if ctx.caller.role == "agent" else None
+    return WithdrawResult(attempt_id=request.attempt_id, status=ctx.ledger.attempts.withdraw(request.attempt_id, owner))
+
+
+SUBMIT = ToolSpec(
+    "submit_attempt", "Submit an attempt", SubmitAttemptInput, SubmitAttemptResult, submit_attempt,
+    roles=WORKERS, wants_progress=True,
+)  # fmt: skip
+WITHDRAW = ToolSpec(
+    "withdraw_attempt", "Withdraw an attempt", WithdrawInput, WithdrawResult, withdraw_attempt,
+    roles=WORKERS, destructive=True,
+)  # fmt: skip
+TOOLS = [SUBMIT, WITHDRAW]

@@ -1,0 +1,125 @@
+"""The lane portfolio: instantiated lanes with every DESIGN §8 field, and the ideas left out, with reasons."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from registry.schemas import Budget, LaneFamily, Scaffold, Tier
+from tools.planning.facts import EvidenceValue, PlanningFacts
+
+Origin = Literal["planner", "agent"]
+TIER_ORDER: dict[str, int] = {"primary": 0, "secondary": 1, "fallback": 2}
+
+
+class DataCondition(BaseModel):
+    """A predicate that decided the lane, with the profile values behind it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    predicate: str
+    required: bool = Field(description="true: must hold for the lane; false: must not hold")
+    value: bool
+    evidence: dict[str, EvidenceValue] = Field(default_factory=dict)
+
+
+class ResourceStatus(BaseModel):
+    """A resource the lane needs and whether it is usable on this machine."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["python_package", "registry_model", "toolkit"]
+    name: str
+    required: bool
+    available: bool
+    detail: str = Field(description="installed version, hub availability, or why it is missing")
+
+
+class CandidateModel(BaseModel):
+    """A registry model a foundation-model lane may adapt."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model_id: str
+    name: str
+    availability: str
+    access: str
+    licence: str
+    hub_id: str | None = None
+    input_spec: str
+    why: list[str] = Field(default_factory=list)
+
+
+class ScaffoldStep(BaseModel):
+    """One command of a lane's scaffold, ready for `run_gpu_job` (cwd: your worktree)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    command: list[str]
+    env: dict[str, str] = Field(default_factory=dict)
+    gpus: int = 0
+    cpus: int = 1
+    note: str = ""
+
+
+class LaneSpec(BaseModel):
+    """One method lane: what to try, why these data call for it, with what, and how it is checked."""
+
+    model_config = ConfigDict(frozen=True)
+
+    lane_id: str
+    title: str
+    family: LaneFamily
+    tier: Tier
+    rank: float = Field(description="higher is tried first")
+    origin: Origin = "planner"
+    proposed_by: str | None = None
+    template_id: str | None = None
+    hypothesis: str
+    motivation: str
+    data_conditions: list[DataCondition] = Field(default_factory=list)
+    resources: list[ResourceStatus] = Field(default_factory=list)
+    candidate_models: list[CandidateModel] = Field(default_factory=list)
+    implementation_plan: list[str]
+    preprocessing_assumptions: list[str] = Field(default_factory=list)
+    validation_obligations: list[str]
+    budget_estimate: Budget
+    expected_artifacts: list[str]
+    failure_modes: list[str]
+    scaffold: Scaffold | None = None
+    scaffold_steps: list[ScaffoldStep] = Field(default_factory=list)
+    downranked: list[str] = Field(default_factory=list, description="why the tier was lowered")
+    promoted: list[str] = Field(default_factory=list, description="why the tier was raised")
+
+
+class ExcludedIdea(BaseModel):
+    """A template the planner did not instantiate, kept with the reason (never silently dropped)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    template_id: str
+    title: str
+    reason: str
+
+
+class Portfolio(BaseModel):
+    """Lanes best first, the ideas left out, and the facts they were planned from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    facts: PlanningFacts
+    lanes: list[LaneSpec]
+    excluded: list[ExcludedIdea]
+
+    def lane(self, lane_id: str) -> LaneSpec:
+        for lane in self.lanes:
+            if lane.lane_id == lane_id:
+                return lane
+        raise KeyError(lane_id)
+
+
+def ordered(lanes: list[LaneSpec]) -> list[LaneSpec]:
+    """Tier first, then rank (highest first), then id for a stable order."""
+    return sorted(lanes, key=lambda lane: (TIER_ORDER[lane.tier], -lane.rank, lane.lane_id))

@@ -1,0 +1,106 @@
+"""Scaffold steps of implementation-backed lanes: the exact commands, with paths seen from a worktree.
+
+Every step runs with cwd = the agent's worktree (`workspace/worktrees/<agent>`), so the task folder
+is `../../task` and the lane files are `../../memory/lanes/`; working data goes under `.amid-local/`,
+which the attempts repository ignores.
+"""
+
+from __future__ import annotations
+
+from tools.planning.facts import PlanningFacts
+from tools.planning.portfolio import LaneSpec, ScaffoldStep
+from tools.scaffolds import monai_seg, nnunet
+from tools.scaffolds.monai_config import SUPPORTED_TASKS, config_from_facts
+
+LANES_FROM_WORKTREE = "../../memory/lanes"
+
+
+def monai_config_name(lane_id: str) -> str:
+    return f"{lane_id}.monai_config.json"
+
+
+def scaffold_steps(
+    lane: LaneSpec, facts: PlanningFacts, *, python: str, k_folds: int, task_id: str
+) -> list[ScaffoldStep]:
+    """Steps of the lane's scaffold, or none when the scaffold does not cover these data."""
+    if lane.scaffold == "nnunet" and facts.task_type == "segmentation":
+        configuration = "3d_fullres" if facts.dims == 3 else "2d"
+        return nnunet.commands(python, task_id, configuration, k_folds)
+    if lane.scaffold == "monai" and facts.task_type in SUPPORTED_TASKS:
+        return monai_steps(lane.lane_id, python, k_folds)
+    return []
+
+
+def monai_steps(lane_id: str, python: str, k_folds: int) -> list[ScaffoldStep]:
+    base = [python, "-m", monai_seg.MODULE]
+    config = f"{LANES_FROM_WORKTREE}/{monai_config_name(lane_id)}"
+    steps = [
+        ScaffoldStep(
+            name="smoke_train_fold_0",
+            command=[
+                *base,
+                "train",
+                "--config",
+                config,
+                "--fold",
+                "0",
+                "--out",
+                ".amid-local/monai/smoke",
+                "--epochs",
+                "1",
+                "--iterations",
+                "2",
+            ],
+            gpus=1,
+            note="seconds: proves loading, transforms and loss before a full run",
+        )
+    ]
+    for fold in range(k_folds):
+        run = f".amid-local/monai/fold_{fold}"
+        steps += [
+            ScaffoldStep(
+                name=f"train_fold_{fold}",
+                command=[*base, "train", "--config", config, "--fold", str(fold), "--out", run],
+                gpus=1,
+                note="writes checkpoint.pt, train_log.jsonl, training_manifest.json" if fold == 0 else "",
+            ),
+            ScaffoldStep(
+                name=f"predict_fold_{fold}",
+                command=[
+                    *base,
+                    "predict",
+                    "--checkpoint",
+                    f"{run}/checkpoint.pt",
+                    "--split",
+                    "val",
+                    "--dest",
+                    f"predictions/fold_{fold}",
+                ],
+                gpus=1,
+            ),
+        ]
+    steps.append(
+        ScaffoldStep(
+            name="predict_test",
+            command=[
+                *base,
+                "predict",
+                "--checkpoint",
+                ".amid-local/monai/fold_0/checkpoint.pt",
+                "--split",
+                "test",
+                "--dest",
+                "submission",
+            ],
+            gpus=1,
+            note="submission/submission.csv and submission/predictions/*",
+        )
+    )
+    return steps
+
+
+def monai_config_for(lane: LaneSpec, facts: PlanningFacts) -> str | None:
+    """The JSON configuration file content of a MONAI lane, or None when the scaffold does not apply."""
+    if lane.scaffold != "monai" or facts.task_type not in SUPPORTED_TASKS:
+        return None
+    return config_from_facts(facts).model_dump_json(indent=1)

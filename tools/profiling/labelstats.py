@@ -1,0 +1,133 @@
+"""Per-case arithmetic on decoded voxels: label maps, foreground boxes, seeded samples and moments."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# Component sizes kept per class and case; beyond this an evenly spaced subset of the sorted sizes
+# keeps the distribution (min, median, max) while bounding what a worker sends back.
+MAX_COMPONENT_SIZES = 5000
+
+
+@dataclass(frozen=True)
+class Moments:
+    """Exact first two moments and range of one channel's values in one region of one case."""
+
+    n: int
+    mean: float
+    var: float
+    min: float
+    max: float
+
+    @classmethod
+    def of(cls, values: np.ndarray) -> Moments | None:
+        if values.size == 0:
+            return None
+        as_float = values.astype(np.float64, copy=False)
+        mean = float(as_float.mean())
+        return cls(
+            n=int(values.size),
+            mean=mean,
+            var=float(np.mean(np.square(as_float - mean))),
+            min=float(as_float.min()),
+            max=float(as_float.max()),
+        )
+
+
+@dataclass
+class LabelSummary:
+    """What a label map says about one case: voxels per value, components per class, instances."""
+
+    counts: dict[int, int]
+    total: int
+    component_counts: dict[int, int] = field(default_factory=dict)
+    component_sizes: dict[int, list[int]] = field(default_factory=dict)
+    instance_sizes: list[int] | None = None
+    non_integer: bool = False
+
+    @property
+    def foreground(self) -> int:
+        return self.total - self.counts.get(0, 0)
+
+
+def foreground_box(mask: np.ndarray) -> tuple[slice, ...] | None:
+    """The bounding box of the True voxels, or None when there are none."""
+    box = []
+    for axis in range(mask.ndim):
+        others = tuple(a for a in range(mask.ndim) if a != axis)
+        hits = np.flatnonzero(mask.any(axis=others))
+        if hits.size == 0:
+            return None
+        box.append(slice(int(hits[0]), int(hits[-1]) + 1))
+    return tuple(box)
+
+
+def as_label_map(array: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Integer labels, and whether the stored values were not all integers (NaN counts as not)."""
+    if array.dtype.kind in "iub":
+        return array, False
+    rounded = np.rint(array)
+    non_integer = not bool(np.array_equal(rounded, array))
+    return np.nan_to_num(rounded).astype(np.int64), non_integer
+
+
+def value_counts(array: np.ndarray) -> dict[int, int]:
+    """Voxels per value; bincount when values are small non-negative integers, as labels are."""
+    if array.size == 0:
+        return {}
+    low, high = int(array.min()), int(array.max())
+    if low >= 0 and high < 65536:
+        counts = np.bincount(array.ravel(order="K"), minlength=high + 1)
+        return {int(v): int(counts[v]) for v in np.flatnonzero(counts)}
+    values, counts = np.unique(array, return_counts=True)
+    return {int(v): int(c) for v, c in zip(values, counts, strict=True)}
+
+
+def _bounded(sizes: np.ndarray) -> list[int]:
+    ordered = np.sort(sizes)
+    if ordered.size > MAX_COMPONENT_SIZES:
+        ordered = ordered[np.linspace(0, ordered.size - 1, MAX_COMPONENT_SIZES).astype(int)]
+    return [int(s) for s in ordered]
+
+
+def components(mask: np.ndarray) -> tuple[int, list[int]]:
+    """Number of connected components and their voxel counts (bounded), with full connectivity.
+
+    Full connectivity (26 in 3-D, 8 in 2-D) is skimage's and MONAI's default, so counts match theirs.
+    """
+    from scipy import ndimage
+
+    structure = ndimage.generate_binary_structure(mask.ndim, mask.ndim)
+    labelled, n = ndimage.label(mask, structure=structure)
+    if n == 0:
+        return 0, []
+    return int(n), _bounded(np.bincount(labelled.ravel())[1:])
+
+
+def summarize_labels(label: np.ndarray, instances: bool) -> tuple[LabelSummary, tuple[slice, ...] | None]:
+    """Counts and components of a label map, computed inside the foreground box only."""
+    label, non_integer = as_label_map(label)
+    box = foreground_box(label != 0)
+    summary = LabelSummary(counts={0: int(label.size)}, total=int(label.size), non_integer=non_integer)
+    if box is None:
+        return summary, None
+    crop = label[box]
+    counts = value_counts(crop)
+    counts[0] = counts.get(0, 0) + int(label.size - crop.size)
+    summary.counts = counts
+    foreground_values = [v for v in counts if v != 0]
+    if instances:
+        summary.instance_sizes = _bounded(np.asarray([counts[v] for v in foreground_values]))
+    else:
+        for value in foreground_values:
+            summary.component_counts[value], summary.component_sizes[value] = components(crop == value)
+    return summary, box
+
+
+def seeded_sample(values: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """k values drawn with replacement, so every case weighs the same whatever its size (as nnU-Net)."""
+    if values.size == 0 or k <= 0:
+        return np.empty(0, dtype=np.float32)
+    return values[rng.integers(0, values.size, size=k)].astype(np.float32, copy=False)

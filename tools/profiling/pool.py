@@ -1,0 +1,122 @@
+"""Run case jobs in a process pool sized to the CPUs and the memory, surviving workers that die.
+
+Readers are C libraries; a malformed file can kill a worker outright (a segfault is no exception).
+The pool then breaks, so unfinished cases are retried one per task, and a case that still kills its
+worker is profiled alone and reported as a crash, never taking the whole profile down.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+
+from tools.profiling.casework import CaseJob, CaseResult, analyze_case
+
+Progress = Callable[[int, int, str], None]
+
+# Several batches per worker keep all workers busy to the end when cases differ in size, while
+# batching keeps the per-task overhead small for datasets of many small 2-D images.
+BATCHES_PER_WORKER = 16
+MAX_BATCH = 64
+# Share of the available memory the workers may fill together; the rest is for the caller.
+MEMORY_SHARE = 0.5
+
+
+def available_memory_bytes() -> int:
+    """Memory available to new processes (MemAvailable), or physical memory when unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def workers_within_memory(requested: int, bytes_per_case: int, n_cases: int) -> int:
+    """Workers that fit: no more than requested, cases, or the memory share allows (at least one)."""
+    fit = int(available_memory_bytes() * MEMORY_SHARE // max(bytes_per_case, 1))
+    return max(1, min(requested, n_cases, fit))
+
+
+def _quiet_worker() -> None:
+    """One thread per worker: the pool already uses every CPU, ITK's own threads would oversubscribe."""
+    import SimpleITK as sitk
+
+    sitk.ProcessObject.SetGlobalDefaultNumberOfThreads(1)
+
+
+class PoolUnavailable(RuntimeError):
+    """Worker processes cannot start here (e.g. a __main__ that spawned children cannot re-import)."""
+
+
+def _ready() -> bool:
+    return True
+
+
+def _analyze_batch(batch: list[CaseJob]) -> list[CaseResult]:
+    return [analyze_case(job) for job in batch]
+
+
+def _crashed(job: CaseJob) -> CaseResult:
+    result = CaseResult(index=job.index, case_id=job.case.case_id, split=job.case.split)
+    paths = [*job.case.image_paths, job.case.label_path]
+    result.add_issue("reader_crashed", "error", job.case.image_paths[0], f"a reader died on this case's files: {paths}")
+    return result
+
+
+class _Runner:
+    def __init__(self, total: int, progress: Progress | None) -> None:
+        self.total = total
+        self.progress = progress
+        self.results: list[CaseResult] = []
+
+    def collect(self, results: list[CaseResult]) -> None:
+        self.results.extend(results)
+        if self.progress is not None:
+            self.progress(len(self.results), self.total, f"profiled {results[-1].case_id}")
+
+    def run_pool(self, batches: list[list[CaseJob]], n_workers: int) -> list[list[CaseJob]]:
+        """Run batches; return those lost to a broken pool."""
+        broken: list[list[CaseJob]] = []
+        context = multiprocessing.get_context("spawn")  # fork is unsafe in a threaded server
+        with ProcessPoolExecutor(n_workers, mp_context=context, initializer=_quiet_worker) as pool:
+            try:
+                pool.submit(_ready).result()
+            except BrokenProcessPool as error:
+                raise PoolUnavailable(str(error)) from error
+            futures: dict[Future[list[CaseResult]], list[CaseJob]] = {
+                pool.submit(_analyze_batch, batch): batch for batch in batches
+            }
+            for future in as_completed(futures):
+                try:
+                    self.collect(future.result())
+                except BrokenProcessPool:
+                    broken.append(futures[future])
+        return broken
+
+
+def run_cases(jobs: list[CaseJob], n_workers: int, progress: Progress | None = None) -> list[CaseResult]:
+    """Analyze every job (in order of completion), in-process for one worker, else in a spawned pool."""
+    runner = _Runner(len(jobs), progress)
+    if n_workers <= 1 or len(jobs) <= 1:
+        for job in jobs:
+            runner.collect([analyze_case(job)])
+        return runner.results
+    size = min(MAX_BATCH, max(1, len(jobs) // (n_workers * BATCHES_PER_WORKER)))
+    batches = [jobs[i : i + size] for i in range(0, len(jobs), size)]
+    try:
+        broken = runner.run_pool(batches, n_workers)
+    except PoolUnavailable:
+        return run_cases(jobs, 1, progress)
+    if broken:
+        singles = [[job] for batch in broken for job in batch]
+        for lost in runner.run_pool(singles, n_workers):
+            isolated = runner.run_pool([lost], 1)
+            if isolated:
+                runner.collect([_crashed(lost[0])])
+    return runner.results

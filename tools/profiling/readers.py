@@ -1,0 +1,195 @@
+"""Header-first image readers: geometry from headers without touching voxels, voxels only on request.
+
+Axis convention. Volumes (NIfTI, NRRD, MetaImage, DICOM) keep the file's index order (i, j, k), the
+order of NIfTI and of ITK's GetSize; `spacing` follows that order (nnU-Net reports the reverse).
+2-D natural images and TIFF keep numpy order (rows, columns); TIFF stacks turn to (x, y, z), so
+slices always run along the last axis. Channels are never part of `shape`;
+arrays from `read_array` put them last. `affine` maps voxel indices to RAS+ world millimetres, so
+`orientation` is nibabel's axis code (e.g. "LAS": i runs to the left, j anterior, k superior).
+
+Every third-party failure is translated here, in `_unreadable`, into `DataUnreadable`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from server.errors import DataUnreadable
+
+ZRange = tuple[int, int]
+ITK_SUFFIXES = {".nrrd": "nrrd", ".nhdr": "nrrd", ".mha": "metaimage", ".mhd": "metaimage", ".dcm": "dicom"}
+NATURAL_SUFFIXES = {".png": "png", ".jpg": "jpeg", ".jpeg": "jpeg", ".bmp": "bmp"}
+# Bytes a gzip stream may hold beyond header and voxels (extensions, padding) and still count as whole.
+GZIP_TRAILING_SLACK = 1 << 20
+
+
+class ImageHeader(BaseModel):
+    """Geometry and storage of one image, read from its header."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    file_type: str
+    shape: tuple[int, ...]
+    n_channels: int = 1
+    dtype: str
+    spacing: tuple[float, ...]
+    spacing_unit: Literal["mm", "pixel"] = "mm"
+    affine: list[list[float]] | None = None
+    orientation: str | None = None
+    is_rgb: bool = False
+    is_tiled: bool = False
+    n_levels: int = 1
+    size_bytes: int = 0
+    meta: dict[str, str] = {}
+
+    @property
+    def spatial_dims(self) -> int:
+        """3 for a volume with more than one slice, else 2."""
+        return 3 if len(self.shape) >= 3 and sorted(self.shape)[0] > 1 else 2
+
+    @property
+    def n_voxels(self) -> int:
+        return int(np.prod(self.shape))
+
+
+def file_kind(path: str) -> str:
+    """The reader family of a path, from its name (a directory is a DICOM series)."""
+    lower = path.lower()
+    if lower.endswith((".nii", ".nii.gz")):
+        return "nifti"
+    if os.path.isdir(path):
+        return "dicom_series"
+    suffix = Path(lower).suffix
+    if suffix in (".tif", ".tiff"):
+        return "tiff"
+    return ITK_SUFFIXES.get(suffix) or NATURAL_SUFFIXES.get(suffix) or "unknown"
+
+
+@contextmanager
+def _unreadable(path: str, what: str) -> Iterator[None]:
+    """Turn any reader failure into DataUnreadable naming the file."""
+    try:
+        yield
+    except DataUnreadable:
+        raise
+    except Exception as error:
+        name = Path(path).name
+        raise DataUnreadable(f"{name}: cannot read {what} ({type(error).__name__}: {error})") from error
+
+
+def read_header(path: str) -> ImageHeader:
+    """Read geometry, dtype and orientation of an image without decoding its voxels."""
+    kind = file_kind(path)
+    with _unreadable(path, "header"):
+        if kind == "nifti":
+            return _nifti_header(path)
+        from tools.profiling import readers_2d, readers_itk
+
+        if kind in ("nrrd", "metaimage", "dicom"):
+            return readers_itk.itk_header(path, kind)
+        if kind == "dicom_series":
+            return readers_itk.dicom_series_header(path)
+
+        if kind == "tiff":
+            return readers_2d.tiff_header(path)
+        if kind in ("png", "jpeg", "bmp"):
+            return readers_2d.natural_header(path, kind)
+    raise DataUnreadable(
+        f"{Path(path).name}: unsupported image type; expected NIfTI, NRRD, MHA, DICOM, PNG, JPEG, TIFF"
+    )
+
+
+def read_array(path: str, z_range: ZRange | None = None) -> tuple[np.ndarray, ImageHeader]:
+    """Decode voxels (only slices z_range[0]:z_range[1] of a volume when given); channels last."""
+    header = read_header(path)
+    with _unreadable(path, "voxels"):
+        if header.file_type == "nifti":
+            return _nifti_array(path, header, z_range), header
+        from tools.profiling import readers_2d, readers_itk
+
+        if header.file_type in ("nrrd", "metaimage", "dicom"):
+            return readers_itk.itk_array(path, header, z_range), header
+        if header.file_type == "dicom_series":
+            return readers_itk.dicom_series_array(path, z_range), header
+
+        if header.file_type == "tiff":
+            return readers_2d.tiff_array(path, header)
+        return readers_2d.natural_array(path), header
+
+
+def orientation_code(affine: np.ndarray) -> str:
+    import nibabel as nib
+
+    return "".join(str(code) for code in nib.aff2axcodes(affine))
+
+
+def _plain_dtype(dtype: Any) -> str:
+    return np.dtype(dtype).newbyteorder("=").name
+
+
+def _nifti_header(path: str) -> ImageHeader:
+    import nibabel as nib
+
+    image: Any = nib.load(path)  # parses the header only; voxels stay on disk (typed as the base class)
+    shape = tuple(int(s) for s in image.shape)
+    zooms = image.header.get_zooms()
+    spatial = shape[:3]
+    return ImageHeader(
+        path=path,
+        file_type="nifti",
+        shape=spatial,
+        n_channels=int(np.prod(shape[3:])) if len(shape) > 3 else 1,
+        dtype=_plain_dtype(image.header.get_data_dtype()),
+        spacing=tuple(float(z) for z in zooms[: len(spatial)]),
+        affine=np.asarray(image.affine, dtype=np.float64).tolist(),
+        orientation=orientation_code(image.affine),
+        size_bytes=os.path.getsize(path),
+    )
+
+
+def _nifti_is_complete(path: str, image: Any) -> bool:
+    """Whether the file holds every voxel byte the header promises (gzip: its size trailer says so).
+
+    A failed check sends the file to nibabel, which raises on a truncated file and reads multi-member
+    gzip files, whose trailer describes only the last member.
+    """
+    expected = int(image.header.get_data_offset()) + int(np.prod(image.shape)) * image.get_data_dtype().itemsize
+    if not path.lower().endswith(".gz"):
+        return os.path.getsize(path) >= expected
+    with open(path, "rb") as handle:
+        handle.seek(-4, os.SEEK_END)
+        stored = int.from_bytes(handle.read(4), "little")  # ISIZE: uncompressed size modulo 2**32
+    return (stored - expected) % 2**32 < GZIP_TRAILING_SLACK
+
+
+def _nifti_array(path: str, header: ImageHeader, z_range: ZRange | None) -> np.ndarray:
+    """SimpleITK decodes gzip faster than nibabel; nibabel takes what ITK would misread or refuses.
+
+    ITK misreads float volumes (NaN comes back as 0) and truncated files (zero-filled), and refuses
+    sheared affines; nibabel reads the first exactly and raises on the second.
+    """
+    import nibabel as nib
+
+    image: Any = nib.load(path)
+    integers = np.dtype(header.dtype).kind in "iub"
+    if header.n_channels == 1 and integers and _nifti_is_complete(path, image):
+        from tools.profiling.readers_itk import itk_array
+
+        try:
+            return itk_array(path, header, z_range)
+        except RuntimeError:
+            pass  # e.g. a sheared affine, which ITK rejects and nibabel reads
+    proxy = image.dataobj
+    z_slice = slice(*z_range) if z_range is not None and len(header.shape) == 3 else slice(None)
+    array = np.asanyarray(proxy[:, :, z_slice] if len(header.shape) == 3 else proxy[...])
+    if header.n_channels > 1:
+        array = array.reshape((*array.shape[:3], header.n_channels), order="F")
+    return array

@@ -1,0 +1,87 @@
+"""Comparisons on headers and decoded slices: geometry agreement, near-duplicate signatures, paired images."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tools.profiling.readers import ImageHeader
+
+# Image and label grids must agree to a micrometre: float32 header rounding stays far below it,
+# a real shift or flip of a voxel does not.
+AFFINE_TOLERANCE_MM = 1e-3
+SPACING_RELATIVE_TOLERANCE = 1e-4
+# Near duplicates are found on 16 x 16 thumbnails of the central slice (1 KB per case): block means
+# average noise away, so a re-encoded or lightly noised copy correlates above 0.995 with its source,
+# while different patients' slices differ at body and organ outlines and stay below it.
+THUMB_SIDE = 16
+NEAR_DUPLICATE_CORRELATION = 0.995
+# Pair statistics use at most this many voxels, evenly strided: enough for a correlation to 3 digits.
+MAX_PAIR_VOXELS = 1_000_000
+
+
+@dataclass(frozen=True)
+class PairSummary:
+    """How an enhancement target relates to its input on the central slice."""
+
+    aligned: bool
+    correlation: float | None = None
+    mean_shift: float | None = None
+    std_ratio: float | None = None
+
+
+def geometry_difference(reference: ImageHeader, other: ImageHeader) -> str | None:
+    """What differs between two images' grids (shape, spacing, affine), or None when they agree."""
+    if tuple(reference.shape) != tuple(other.shape):
+        return f"shape {list(reference.shape)} vs {list(other.shape)}"
+    if not np.allclose(reference.spacing, other.spacing, rtol=SPACING_RELATIVE_TOLERANCE, atol=0):
+        return f"spacing {list(reference.spacing)} vs {list(other.spacing)}"
+    if reference.affine is not None and other.affine is not None:
+        gap = float(np.max(np.abs(np.asarray(reference.affine) - np.asarray(other.affine))))
+        if gap > AFFINE_TOLERANCE_MM:
+            return f"affine differs by up to {gap:.4g} mm (orientation {reference.orientation} vs {other.orientation})"
+    return None
+
+
+def central_region(array: np.ndarray, middle: int | None) -> np.ndarray:
+    """The central slice of a decoded volume (index `middle` within it), or the 2-D image itself."""
+    if array.ndim != 3 or middle is None:
+        return array
+    return array[:, :, min(max(middle, 0), array.shape[2] - 1)]
+
+
+def slice_thumbnail(region: np.ndarray) -> np.ndarray | None:
+    """Block means of a 2-D region on a THUMB_SIDE x THUMB_SIDE grid; None for tiny or flat regions."""
+    if region.ndim != 2 or min(region.shape) < THUMB_SIDE:
+        return None
+    pixels = np.nan_to_num(region.astype(np.float64))
+    row_edges = np.linspace(0, region.shape[0], THUMB_SIDE + 1).astype(int)
+    column_edges = np.linspace(0, region.shape[1], THUMB_SIDE + 1).astype(int)
+    blocks = np.add.reduceat(np.add.reduceat(pixels, row_edges[:-1], axis=0), column_edges[:-1], axis=1)
+    thumb = blocks / np.outer(np.diff(row_edges), np.diff(column_edges))
+    return thumb.astype(np.float32) if float(thumb.std()) > 0 else None
+
+
+def thumbnails_match(first: np.ndarray, second: np.ndarray) -> bool:
+    """Whether two thumbnails correlate at NEAR_DUPLICATE_CORRELATION or above."""
+    return float(np.corrcoef(first.ravel(), second.ravel())[0, 1]) >= NEAR_DUPLICATE_CORRELATION
+
+
+def pair_summary(source: np.ndarray, target: np.ndarray) -> PairSummary:
+    """Pearson correlation, mean shift (target - input) and std ratio (target / input)."""
+    if source.shape != target.shape:
+        return PairSummary(aligned=False)
+    stride = max(1, source.size // MAX_PAIR_VOXELS)
+    first = np.nan_to_num(source.astype(np.float64).ravel()[::stride])
+    second = np.nan_to_num(target.astype(np.float64).ravel()[::stride])
+    spread_first, spread_second = float(first.std()), float(second.std())
+    correlation = None
+    if spread_first > 0 and spread_second > 0:
+        correlation = float(np.corrcoef(first, second)[0, 1])
+    return PairSummary(
+        aligned=True,
+        correlation=correlation,
+        mean_shift=float(second.mean() - first.mean()),
+        std_ratio=spread_second / spread_first if spread_first > 0 else None,
+    )

@@ -1,0 +1,188 @@
+"""request_review, get_review and leaderboard: the independent review of attempts and its results.
+
+`request_review` queues the review and returns at once; `get_review` waits at most `wait_s` (never
+past the server's max_wait_s) and reports progress; `leaderboard` ranks accepted attempts by the
+reviewer's verified primary metric only.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field
+
+from server.context import ToolContext
+from server.errors import invalid
+from server.reviewer import reviewer
+from server.toolkit import ALL_ROLES, WORKERS, Progress, ToolResult, ToolSpec
+
+POLL_S = 5.0
+
+
+class RequestReviewInput(BaseModel):
+    attempt_id: Annotated[str, Field(min_length=1)]
+
+
+class ReviewQueued(ToolResult):
+    review_id: str
+    attempt_id: str
+    status: str
+
+
+def request_review(ctx: ToolContext, request: RequestReviewInput) -> ReviewQueued:
+    """Queue the independent review of your attempt; returns review_id at once. Poll get_review."""
+    owner = ctx.caller.agent_id if ctx.caller.role == "agent" else None
+    pool = reviewer(ctx.services)
+    review, created = ctx.ledger.reviews.request(request.attempt_id, ctx.caller.agent_id, owner)
+    if created:
+        pool.submit(review["review_id"])
+    return ReviewQueued(review_id=review["review_id"], attempt_id=request.attempt_id, status=review["status"])
+
+
+class GetReviewInput(BaseModel):
+    review_id: str | None = Field(default=None, description="from request_review")
+    attempt_id: str | None = Field(default=None, description="or the attempt (its latest review)")
+    wait_s: Annotated[float, Field(ge=0, le=55, description="wait up to this long for the verdict")] = 30
+
+
+class CheckView(BaseModel):
+    code: str
+    severity: str
+    message: str
+    evidence: dict[str, Any]
+
+
+class MetricView(BaseModel):
+    scope: str
+    fold: int | None
+    metric: str
+    verified: float | None
+    declared: float | None
+    n_cases: int | None
+    n_valid: int | None
+    n_nan: int | None
+    n_capped: int | None
+
+
+class ReviewView(ToolResult):
+    review_id: str
+    attempt_id: str
+    status: str = Field(description="queued, running, done or failed")
+    verdict: str | None
+    attempt_status: str
+    progress: float | None
+    stage: str | None
+    failed_checks: list[CheckView] = Field(description="errors reject the attempt; warnings do not")
+    passed_checks: list[str]
+    metrics: list[MetricView]
+    error: str | None
+    report: str | None = Field(description="full report, workspace-relative")
+
+
+def get_review(ctx: ToolContext, request: GetReviewInput, progress: Progress | None = None) -> ReviewView:
+    """Status, verdict, failed checks (code, message, evidence) and verified vs declared metrics of a
+    review; waits up to wait_s for the verdict."""
+    review = _find(ctx, request)
+    deadline = time.monotonic() + min(request.wait_s, ctx.settings.max_wait_s)
+    while review["status"] in ("queued", "running") and (left := deadline - time.monotonic()) > 0:
+        pool = reviewer(ctx.services)
+        pool.wait(review["review_id"], min(POLL_S, left))
+        review = ctx.ledger.reviews.get(review["review_id"])
+        if progress and review["status"] == "running":
+            state = pool.progress(review["review_id"])
+            progress(float(state.get("fraction", 0.0)), 1.0, str(state.get("stage", "running")))
+    return _view(ctx, review)
+
+
+def _find(ctx: ToolContext, request: GetReviewInput) -> dict[str, Any]:
+    if request.review_id:
+        return ctx.ledger.reviews.get(request.review_id)
+    if request.attempt_id:
+        return ctx.ledger.reviews.latest_for(request.attempt_id)
+    raise invalid("review_id", None, "a review_id (from request_review) or an attempt_id")
+
+
+def _view(ctx: ToolContext, review: dict[str, Any]) -> ReviewView:
+    review_id, attempt_id = review["review_id"], review["attempt_id"]
+    checks = ctx.ledger.reviews.checks(review_id)
+    state = reviewer(ctx.services).progress(review_id) if review["status"] == "running" else {}
+    return ReviewView(
+        review_id=review_id,
+        attempt_id=attempt_id,
+        status=review["status"],
+        verdict=review["verdict"],
+        attempt_status=ctx.ledger.attempts.get(attempt_id)["status"],
+        progress=1.0 if review["status"] == "done" else state.get("fraction"),
+        stage=state.get("stage"),
+        failed_checks=[CheckView(**{k: c[k] for k in CheckView.model_fields}) for c in checks if not c["passed"]],
+        passed_checks=[c["code"] for c in checks if c["passed"]],
+        metrics=_metrics(ctx, attempt_id),
+        error=review["error"],
+        report=review["report_path"],
+    )
+
+
+def _metrics(ctx: ToolContext, attempt_id: str) -> list[MetricView]:
+    declared = ctx.ledger.attempts.scores(attempt_id, "agent")
+    views = []
+    for row in ctx.ledger.reviews.verified(attempt_id):
+        claimed = declared.get(row["fold"], {}).get(row["metric"]) if row["scope"] == "fold" else None
+        views.append(MetricView(verified=row.pop("value"), declared=claimed, **row))
+    return views
+
+
+class LeaderboardInput(BaseModel):
+    lane_id: str | None = Field(default=None, description="one lane only (default: every lane)")
+    per_lane: Annotated[int, Field(ge=1, le=50)] = 5
+
+
+class LeaderboardRow(BaseModel):
+    lane_id: str | None
+    rank: int
+    attempt_id: str
+    agent_id: str
+    commit: str
+    verified_score: float
+    n_folds: int
+
+
+class Leaderboard(ToolResult):
+    metric: str
+    direction: str
+    rows: list[LeaderboardRow]
+
+
+def leaderboard(ctx: ToolContext, request: LeaderboardInput) -> Leaderboard:
+    """Accepted attempts ranked per lane by the reviewer's verified primary metric (mean over folds)."""
+    primary = ctx.contract.primary
+    rows = ctx.ledger.reviews.leaderboard(primary.direction == "higher_better", request.lane_id, request.per_lane)
+    return Leaderboard(
+        metric=primary.name,
+        direction=primary.direction,
+        rows=[
+            LeaderboardRow(
+                lane_id=r["lane_id"],
+                rank=r["rank"],
+                attempt_id=r["attempt_id"],
+                agent_id=r["agent_id"],
+                commit=r["commit_sha"][:12],
+                verified_score=r["verified_score"],
+                n_folds=r["n_folds"],
+            )
+            for r in rows
+        ],
+    )
+
+
+REQUEST = ToolSpec(
+    "request_review", "Request a review", RequestReviewInput, ReviewQueued, request_review, roles=WORKERS
+)
+GET = ToolSpec(
+    "get_review", "Get a review", GetReviewInput, ReviewView, get_review, roles=ALL_ROLES, read_only=True,
+    wants_progress=True,
+)  # fmt: skip
+LEADERBOARD = ToolSpec(
+    "leaderboard", "Leaderboard", LeaderboardInput, Leaderboard, leaderboard, roles=ALL_ROLES, read_only=True
+)
+TOOLS = [REQUEST, GET, LEADERBOARD]
