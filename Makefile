@@ -5,13 +5,13 @@ setup:
 	bash .ci/setup
 
 demo: setup
-	.venv/bin/amid demo
+	PYTHONUTF8=1 .venv/bin/amid demo
 
 test: setup
 	$(MAKE) test-only
 
 test-only:
-	AMID_NPM_PREFIX=$${AMID_NPM_PREFIX:-$$HOME/.cache/amid/npm} .venv/bin/python -m pytest
+	PYTHONUTF8=1 AMID_NPM_PREFIX=$${AMID_NPM_PREFIX:-$$HOME/.cache/amid/npm} .venv/bin/python -m pytest
 
 lint:
 	.venv/bin/python -m ruff check . && .venv/bin/python -m ruff format --check . && .venv/bin/python -m mypy

@@ -24,5 +24,5 @@ def write_result(name: str, payload: dict[str, Any]) -> Path:
     RESULTS.mkdir(exist_ok=True)
     payload = {"machine": {"python": platform.python_version(), "cpus": __import__("os").cpu_count()}, **payload}
     path = RESULTS / f"{name}.json"
-    path.write_text(json.dumps(payload, indent=2) + "\n")
+    path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     return path

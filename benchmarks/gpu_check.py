@@ -59,14 +59,16 @@ def run_cuda_job(inventory: NvmlInventory, workdir: Path) -> JobState:
 
 def report(state: JobState, workdir: Path) -> None:
     job_dir = workdir / "jobs" / state.job_id
-    outcome = json.loads((job_dir / "exit.json").read_text()) if (job_dir / "exit.json").exists() else {}
+    outcome = (
+        json.loads((job_dir / "exit.json").read_text(encoding="utf-8")) if (job_dir / "exit.json").exists() else {}
+    )
     print(f"pinned GPU UUID(s): {', '.join(state.gpu_uuids) or '-'}")
     print(f"job status: {state.status} (exit code {state.exit_code}, wall {state.wall_s} s)")
     if state.reason:
         print(f"reason: {state.reason}")
     print(f"peak GPU memory recorded: {state.peak_gpu_mem_mb} MiB (source: {outcome.get('peak_gpu_mem_source')})")
-    print("job stdout:\n  " + (job_dir / "stdout.log").read_text().strip().replace("\n", "\n  "))
-    stderr = (job_dir / "stderr.log").read_text().strip()
+    print("job stdout:\n  " + (job_dir / "stdout.log").read_text(encoding="utf-8").strip().replace("\n", "\n  "))
+    stderr = (job_dir / "stderr.log").read_text(encoding="utf-8").strip()
     if stderr:
         print("job stderr (tail):\n  " + stderr[-2000:].replace("\n", "\n  "))
 

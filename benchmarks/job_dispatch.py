@@ -46,11 +46,11 @@ def stamp_argv(stamp: Path) -> list[str]:
 
 def stamped_at(stamp: Path, timeout_s: float = 600.0) -> float:
     deadline = time.monotonic() + timeout_s
-    while not (stamp.exists() and stamp.read_text().strip()):
+    while not (stamp.exists() and stamp.read_text(encoding="utf-8").strip()):
         if time.monotonic() > deadline:
             raise TimeoutError(f"{stamp} never appeared")
         time.sleep(0.005)
-    return float(stamp.read_text())
+    return float(stamp.read_text(encoding="utf-8"))
 
 
 def wait_all(done: list[Callable[[], bool]], timeout_s: float = 1800.0) -> None:

@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> None:
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         report = {"environment": _environment(args, shape), "summary": summary, "pairs": records}
-        output.write_text(json.dumps(report, indent=2) + "\n")
+        output.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         print(f"wrote {output}")
 
 

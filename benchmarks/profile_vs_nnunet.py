@@ -86,7 +86,7 @@ def make_raw_dataset(raw: Path, n_cases: int, size: int, depth: tuple[int, int],
     with ProcessPoolExecutor(workers) as pool:
         list(pool.map(_write_case, [(folder, i, size, depth, 0) for i in range(n_cases)]))
     spec = {"channel_names": {"0": "CT"}, "labels": LABELS, "numTraining": n_cases, "file_ending": ".nii.gz"}
-    (folder / "dataset.json").write_text(json.dumps(spec, indent=1))
+    (folder / "dataset.json").write_text(json.dumps(spec, indent=1), encoding="utf-8")
     return folder
 
 
@@ -106,14 +106,14 @@ def run_nnunet(work: Path, workers: int) -> tuple[float, dict[str, Any]]:
     args = [command, "-d", str(DATASET_ID), "-np", str(workers), "--clean", "--no_pbar"]
     seconds = _timed(args, env)
     fingerprint = work / "preprocessed" / DATASET_NAME / "dataset_fingerprint.json"
-    return seconds, json.loads(fingerprint.read_text())
+    return seconds, json.loads(fingerprint.read_text(encoding="utf-8"))
 
 
 def run_amid(work: Path, workers: int) -> tuple[float, dict[str, Any]]:
     out = work / "amid_profile.json"
     args = [sys.executable, __file__, "--amid-child", str(work / "raw" / DATASET_NAME), str(workers), str(out)]
     seconds = _timed(args, {**os.environ, "PYTHONPATH": str(ROOT)})
-    return seconds, json.loads(out.read_text())
+    return seconds, json.loads(out.read_text(encoding="utf-8"))
 
 
 def run_monai(work: Path, workers: int) -> tuple[float, dict[str, Any]]:
@@ -122,7 +122,7 @@ def run_monai(work: Path, workers: int) -> tuple[float, dict[str, Any]]:
     seconds = _timed(args, dict(os.environ))
     import yaml
 
-    return seconds, yaml.safe_load(out.read_text())
+    return seconds, yaml.safe_load(out.read_text(encoding="utf-8"))
 
 
 def amid_child(folder: Path, workers: int, out: Path) -> None:
@@ -139,7 +139,7 @@ def amid_child(folder: Path, workers: int, out: Path) -> None:
     ]
     values = {v: k for k, v in LABELS.items()}
     request = ProfileRequest(task_type="segmentation", cases=cases, label_values=values, n_workers=workers)
-    out.write_text(profile_dataset(request).model_dump_json())
+    out.write_text(profile_dataset(request).model_dump_json(), encoding="utf-8")
 
 
 def monai_child(folder: Path, workers: int, out: Path) -> None:
@@ -264,7 +264,7 @@ def main() -> None:
     output = args.output or (None if args.quick else RESULT)
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(json.dumps(payload, indent=2) + "\n")
+        output.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
         print(f"wrote {output}")
 
 

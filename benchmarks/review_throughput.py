@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import time
@@ -116,6 +117,7 @@ def main() -> None:
         "review_compute_s": _quantiles(compute),
         "submit_latency_s": _quantiles([t["submit_s"] for t in timings]),
         "pool_start_and_first_review_s": round(boot_s, 2),
+        "load_average_1m_at_end": round(os.getloadavg()[0], 2),  # other processes on the machine
     }
     path = write_result("review_throughput", payload)
     print(json.dumps(payload, indent=2))

@@ -88,7 +88,7 @@ def main() -> None:
     ws = demo_workspace()
     token = admin_call(ws, "token_create", {"name": "bench", "role": "agent"})["token"]
     script = Path(tempfile.mkdtemp()) / "bare.py"
-    script.write_text(BARE_SERVER)
+    script.write_text(BARE_SERVER, encoding="utf-8")
     amid_s, bare_s = [], []
     for _ in range(args.runs):
         amid_s.append(_time_amid(ws.root, token))

@@ -29,7 +29,19 @@ from tools import attempts, fm_registry, get_task, jobs, lanes, notes, profile_d
 
 def tool_specs() -> list[ToolSpec]:
     """Every tool of the server, in the order clients list them. Keep it fixed."""
-    return [get_task.TOOL, profile_data.TOOL, *lanes.TOOLS, fm_registry.TOOL, *jobs.TOOLS, *attempts.TOOLS, *reviews.TOOLS, *notes.TOOLS, *skills.TOOLS, supervision.SNAPSHOT, supervision.HEARTBEAT]
+    return [
+        get_task.TOOL,
+        profile_data.TOOL,
+        *lanes.TOOLS,
+        fm_registry.TOOL,
+        *jobs.TOOLS,
+        *attempts.TOOLS,
+        *reviews.TOOLS,
+        *notes.TOOLS,
+        *skills.TOOLS,
+        supervision.SNAPSHOT,
+        supervision.HEARTBEAT,
+    ]
 
 
 class LedgerTokenVerifier:
@@ -78,7 +90,7 @@ def build_app(services: Services, *, local_identity: Identity | None = None, wit
 def _admin_ok(request: Request, services: Services) -> bool:
     secret_file = services.workspace.control_dir / "admin.secret"
     given = request.headers.get("x-amid-admin", "")
-    return secret_file.is_file() and hmac.compare_digest(given, secret_file.read_text())
+    return secret_file.is_file() and hmac.compare_digest(given, secret_file.read_text(encoding="utf-8"))
 
 
 def _add_routes(mcp: MCPServer, services: Services) -> None:

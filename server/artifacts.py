@@ -109,7 +109,7 @@ class ArtifactStore:
         folder.mkdir(exist_ok=True)
         path = folder / f"{attempt_id}.json"
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
+        tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
         os.chmod(tmp, 0o444)
         os.replace(tmp, path)
         return f"artifacts/manifests/{attempt_id}.json"

@@ -99,12 +99,12 @@ def connect(workspace: Workspace, client: Client, agent_id: str, url: str, token
     local = worktree / ".amid-local"
     local.mkdir(exist_ok=True)
     token_file = local / "token"
-    token_file.write_text(token)
+    token_file.write_text(token, encoding="utf-8")
     token_file.chmod(0o600)
     for name in ("AGENTS.md", "CLAUDE.md"):
-        (worktree / name).write_text(agents_md(agent_id, title))
+        (worktree / name).write_text(agents_md(agent_id, title), encoding="utf-8")
     path, text, start = WRITERS[client](url, worktree)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    path.write_text(text, encoding="utf-8")
     command = f'cd {worktree} && AMID_TOKEN="$(cat .amid-local/token)" {start}'
     return Connection(agent_id, worktree, path, text, command)

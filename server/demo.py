@@ -51,7 +51,9 @@ def start_server(workspace: Path, timeout_s: float = 60.0) -> tuple[subprocess.P
         time.sleep(0.05)
     process.kill()
     process.wait()
-    raise JobFailed(f"amid serve did not start within {timeout_s:.0f} s: {log_path.read_text()[-2000:]}")
+    raise JobFailed(
+        f"amid serve did not start within {timeout_s:.0f} s: {log_path.read_text(encoding='utf-8')[-2000:]}"
+    )
 
 
 def stop_server(process: subprocess.Popen[bytes]) -> None:

@@ -34,7 +34,7 @@ def call(workspace: Workspace, action: str, body: dict[str, Any]) -> dict[str, A
 
 def _through_server(workspace: Workspace, mcp_url: str, action: str, body: dict[str, Any]) -> dict[str, Any]:
     parts = urlsplit(mcp_url)
-    secret = (workspace.control_dir / "admin.secret").read_text()
+    secret = (workspace.control_dir / "admin.secret").read_text(encoding="utf-8")
     request = urllib.request.Request(
         f"{parts.scheme}://{parts.netloc}/admin/{action}",
         data=json.dumps(body).encode(),

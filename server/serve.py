@@ -12,6 +12,7 @@ from server.app import build_app, http_app
 from server.context import Services
 from server.errors import Conflict
 from server.ledger import Identity, Ledger
+from server.reviewer import start_reviewer
 from server.settings import Settings
 from server.workspace import Workspace, clear_server_marker, read_server_marker, write_server_marker
 
@@ -57,6 +58,7 @@ def serve_http(settings: Settings, announce: Callable[[str], None] | None = None
         services.ledger.activity.log("server_started", agent_id=None, payload={"url": url})
         app = build_app(services)
         runtime.scheduler(services)  # re-attach to jobs that ran on while no server was up
+        start_reviewer(services)  # re-queue reviews a killed server left running
         config = uvicorn.Config(http_app(app), log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
         if announce:
             announce(url)
@@ -76,6 +78,7 @@ def serve_stdio(settings: Settings, agent_id: str) -> None:
             services.ledger.identities.create_token(agent_id, "agent")
             role = "agent"
         app = build_app(services, local_identity=Identity(agent_id=agent_id, role=role), with_auth=False)
+        start_reviewer(services)
         print(f"amid: serving {agent_id} over stdio", file=sys.stderr)
         app.mcp.run("stdio")
     finally:

@@ -69,7 +69,7 @@ class Workspace:
         return load_contract(self.task_dir / "contract.yaml")
 
     def folds(self) -> LockedFolds:
-        return LockedFolds.model_validate_json((self.task_dir / "folds.json").read_text())
+        return LockedFolds.model_validate_json((self.task_dir / "folds.json").read_text(encoding="utf-8"))
 
     def relative(self, path: Path) -> str:
         """Workspace-relative form for the ledger (no host-specific absolute paths)."""
@@ -141,8 +141,8 @@ def _populate(ws: Workspace, imported: ImportedTask, link_data: bool) -> None:
         contract.validation.seed,
         contract.layout.group_key,
     )
-    (ws.task_dir / "folds.json").write_text(folds.model_dump_json(indent=1))
-    (ws.task_dir / "description.md").write_text(imported.description or contract.description)
+    (ws.task_dir / "folds.json").write_text(folds.model_dump_json(indent=1), encoding="utf-8")
+    (ws.task_dir / "description.md").write_text(imported.description or contract.description, encoding="utf-8")
     digest = write_contract(contract, ws.task_dir / "contract.yaml")
     _seed_skills(ws)
     _init_repo(ws, contract)
@@ -185,7 +185,7 @@ def _split_holdout(ws: Workspace, contract: TaskContract, cases: list[Case]) -> 
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 shutil.move(str(ws.task_dir / rel), dest)
     manifest = [c.model_dump() for c in held]
-    (ws.private_dir / "holdout.json").write_text(json.dumps({"cases": manifest}, indent=1))
+    (ws.private_dir / "holdout.json").write_text(json.dumps({"cases": manifest}, indent=1), encoding="utf-8")
     return [c for c in cases if c.group not in chosen]
 
 
@@ -212,8 +212,8 @@ def _init_repo(ws: Workspace, contract: TaskContract) -> None:
         with repo.config_writer() as config:
             config.set_value("user", "name", "amid")
             config.set_value("user", "email", "amid@localhost")
-        (ws.repo_dir / "README.md").write_text(REPO_README.format(task_id=contract.id))
-        (ws.repo_dir / ".gitignore").write_text(REPO_GITIGNORE)
+        (ws.repo_dir / "README.md").write_text(REPO_README.format(task_id=contract.id), encoding="utf-8")
+        (ws.repo_dir / ".gitignore").write_text(REPO_GITIGNORE, encoding="utf-8")
         repo.index.add(["README.md", ".gitignore"])
         repo.index.commit(f"Start run {contract.id}")
 
@@ -236,7 +236,7 @@ def _record_run(ledger: Ledger, contract: TaskContract, digest: str, n_cases: in
 # The server marker: which process serves this workspace, for the CLI and for a second server.
 def read_server_marker(ws: Workspace) -> dict[str, Any] | None:
     try:
-        marker = json.loads(ws.server_file.read_text())
+        marker = json.loads(ws.server_file.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return None
     same_host = marker.get("host") == socket.gethostname()
@@ -266,10 +266,10 @@ def write_server_marker(ws: Workspace, url: str, admin_secret: str) -> None:
         )
     marker = {"pid": os.getpid(), "host": socket.gethostname(), "url": url, "started_at": utcnow().isoformat() + "Z"}
     secret_file = ws.control_dir / "admin.secret"
-    secret_file.write_text(admin_secret)
+    secret_file.write_text(admin_secret, encoding="utf-8")
     secret_file.chmod(0o600)
     tmp = ws.server_file.with_suffix(".tmp")
-    tmp.write_text(json.dumps(marker))
+    tmp.write_text(json.dumps(marker), encoding="utf-8")
     os.replace(tmp, ws.server_file)
 
 

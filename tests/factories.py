@@ -41,7 +41,7 @@ def make_nnunet_dataset(root: Path, n_cases: int = 6, seed: int = 0, channels: i
         "file_ending": ".nii.gz",
         "name": "Tiny",
     }
-    (folder / "dataset.json").write_text(json.dumps(spec))
+    (folder / "dataset.json").write_text(json.dumps(spec), encoding="utf-8")
     return folder
 
 
@@ -75,6 +75,6 @@ def make_native_task(root: Path, n_cases: int = 9, seed: int = 0, data: dict | N
         write_nifti(root / "data/images" / f"c{i:02d}_0000.nii.gz", image)
         write_nifti(root / "data/labels" / f"c{i:02d}.nii.gz", label)
         rows.append(f"c{i:02d},site{i % 3}")
-    (root / "data/groups.csv").write_text("\n".join(rows) + "\n")
-    (root / "task.yaml").write_text(yaml.safe_dump(data or native_task_dict()))
+    (root / "data/groups.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    (root / "task.yaml").write_text(yaml.safe_dump(data or native_task_dict()), encoding="utf-8")
     return root / "task.yaml"

@@ -19,7 +19,7 @@ AGENT_TOOLS_TOKEN_BUDGET = 6000
 
 
 def _readme() -> str:
-    return (ROOT / "README.md").read_text()
+    return (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def test_readme_starts_with_the_two_setup_commands() -> None:
@@ -27,13 +27,13 @@ def test_readme_starts_with_the_two_setup_commands() -> None:
     assert block is not None
     commands = [line.split("#")[0].strip() for line in block.group(1).splitlines() if line.strip()]
     assert commands == ["make demo", "make test"]
-    makefile = (ROOT / "Makefile").read_text()
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     assert "demo: setup" in makefile and "test: setup" in makefile
 
 
 def test_every_tool_is_in_the_readme_and_in_a_skill() -> None:
     readme = _readme()
-    skills = " ".join(p.read_text() for p in (ROOT / "skills").glob("*/SKILL.md"))
+    skills = " ".join(p.read_text(encoding="utf-8") for p in (ROOT / "skills").glob("*/SKILL.md"))
     for spec in tool_specs():
         assert f"| `{spec.name}` |" in readme, spec.name
         assert f"`{spec.name}`" in skills, spec.name
@@ -48,7 +48,7 @@ def test_every_setting_is_documented_in_the_readme_with_help_text() -> None:
 
 def test_every_skill_has_front_matter_with_name_and_description() -> None:
     for path in (ROOT / "skills").glob("*/SKILL.md"):
-        match = re.match(r"---\nname: (.+)\ndescription: (.+)\n---\n", path.read_text())
+        match = re.match(r"---\nname: (.+)\ndescription: (.+)\n---\n", path.read_text(encoding="utf-8"))
         assert match and match.group(1) == path.parent.name, path
 
 

@@ -21,31 +21,32 @@ from server.toolkit import WORKERS, Progress, ToolResult, ToolSpec
 
 
 class ArtifactPaths(BaseModel):
-    predictions: dict[int, str] = Field(
-        default_factory=dict, description="fold → folder of CASE<file_ending> predictions (paths in your worktree)"
-    )
-    submission: str | None = Field(default=None, description="test submission folder: submission.csv + its files")
-    logs: list[str] = Field(default_factory=list, description="training/inference log files or folders")
-    checkpoint: str | None = Field(default=None, description="model weights file or folder")
-    training_manifest: str | None = Field(
-        default=None, description='JSON of case ids trained on: {"folds": {"0": [ids]}} or a list of ids'
-    )
+    """Paths in your worktree; the submitting-attempts skill gives the formats."""
+
+    predictions: dict[int, str] = Field(default_factory=dict, description="fold → folder of CASE<file_ending> files")
+    submission: str | None = Field(default=None, description="folder: submission.csv + its files")
+    logs: list[str] = Field(default_factory=list)
+    checkpoint: str | None = None
+    training_manifest: str | None = Field(default=None, description='JSON {"folds": {"0": [case ids trained on]}}')
+
+
+LIMITS = {"commit": 100, "budget_class": 32, "summary": 500, "idempotency_key": 128}
 
 
 class SubmitAttemptInput(BaseModel):
-    commit: Annotated[str, Field(min_length=4, max_length=100, description="git commit in your worktree")]
-    folds: Annotated[list[int], Field(min_length=1, description="locked fold indices validated on")]
-    declared_scores: dict[int, dict[str, float]] = Field(description="fold → {metric: value}, primary metric included")
+    commit: str = Field(description="git commit in your worktree")
+    folds: Annotated[list[int], Field(min_length=1, description="locked folds validated on")]
+    declared_scores: dict[int, dict[str, float]] = Field(description="fold → {metric: value}, primary included")
     artifacts: ArtifactPaths
     lane_id: str | None = None
-    budget_class: Annotated[str | None, Field(max_length=32)] = None
+    budget_class: str | None = None
     parent_attempt_id: str | None = None
     claims_improvement: list[str] = Field(default_factory=list, description="metrics claimed better than the parent")
-    inference_command: Annotated[list[str] | None, Field(max_length=64)] = Field(
-        default=None, description="argv for holdout replay; placeholders {python} {input_dir} {output_dir}"
+    inference_command: list[str] | None = Field(
+        default=None, description="argv for holdout replay: {python} {input_dir} {output_dir}"
     )
-    summary: Annotated[str | None, Field(max_length=500)] = None
-    idempotency_key: Annotated[str | None, Field(max_length=128)] = None
+    summary: str | None = None
+    idempotency_key: str | None = None
 
 
 class SubmitAttemptResult(ToolResult):
@@ -53,7 +54,6 @@ class SubmitAttemptResult(ToolResult):
     status: str
     commit: str
     n_files: int
-    total_bytes: int
     warnings: list[str] = Field(default_factory=list, description="what the reviewer will reject unless fixed")
 
 
@@ -97,6 +97,10 @@ def submit_attempt(
 
 
 def _check_request(ctx: ToolContext, request: SubmitAttemptInput) -> None:
+    for name, limit in LIMITS.items():
+        value = getattr(request, name)
+        if value is not None and not 0 < len(value) <= limit:
+            raise invalid(name, value, f"1 to {limit} characters")
     k, names = ctx.folds.k, [m.name for m in ctx.contract.metrics]
     folds = request.folds
     if len(set(folds)) != len(folds) or any(not 0 <= f < k for f in folds):
@@ -124,8 +128,9 @@ def _check_links(ctx: ToolContext, request: SubmitAttemptInput, names: list[str]
         raise NotFound(f"parent_attempt_id: no attempt {parent!r}", field="parent_attempt_id")
     if request.lane_id and not ctx.ledger.attempts.lane_exists(request.lane_id):
         raise NotFound(f"lane_id: no lane {request.lane_id!r}; see list_lanes", field="lane_id")
-    if request.inference_command is not None and (not request.inference_command or not all(request.inference_command)):
-        raise invalid("inference_command", request.inference_command, "a non-empty argv of non-empty strings")
+    command = request.inference_command
+    if command is not None and (not 0 < len(command) <= 64 or not all(command)):
+        raise invalid("inference_command", command, "an argv of 1 to 64 non-empty strings")
 
 
 def _declared(ctx: ToolContext, paths: ArtifactPaths) -> Declared:
@@ -185,7 +190,7 @@ def _result(ctx: ToolContext, attempt_id: str, warnings: list[str]) -> SubmitAtt
     files = ctx.ledger.attempts.artifacts(attempt_id)
     return SubmitAttemptResult(
         attempt_id=attempt_id, status=attempt["status"], commit=attempt["commit_sha"], n_files=len(files),
-        total_bytes=sum(int(f["size_bytes"]) for f in files), warnings=warnings,
+        warnings=warnings,
     )  # fmt: skip
 
 

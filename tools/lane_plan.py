@@ -127,19 +127,21 @@ def write_lane_files(ctx: ToolContext, lanes: list[LaneSpec], portfolio: Portfol
     folder.mkdir(parents=True, exist_ok=True)
     facts = portfolio.facts if portfolio else planned_facts(ctx)
     for lane in lanes:
-        (folder / f"{lane.lane_id}.md").write_text(lane_markdown(lane))
+        (folder / f"{lane.lane_id}.md").write_text(lane_markdown(lane), encoding="utf-8")
         config = monai_config_for(lane, facts)
         if config is not None:
-            (folder / monai_config_name(lane.lane_id)).write_text(config)
+            (folder / monai_config_name(lane.lane_id)).write_text(config, encoding="utf-8")
     if portfolio is not None:
-        (folder / PORTFOLIO_FILE).write_text(portfolio_markdown(portfolio))
+        (folder / PORTFOLIO_FILE).write_text(portfolio_markdown(portfolio), encoding="utf-8")
 
 
 def _rewrite_overview(ctx: ToolContext, facts: PlanningFacts) -> None:
     planned = [LaneSpec.model_validate(spec) for spec in ctx.ledger.lanes.specs("planner")]
     proposed = [LaneSpec.model_validate(spec) for spec in ctx.ledger.lanes.specs("agent")]
     portfolio = Portfolio(facts=facts, lanes=planned, excluded=excluded_ideas(ctx))
-    (ctx.workspace.memory_dir / "lanes" / PORTFOLIO_FILE).write_text(portfolio_markdown(portfolio, proposed))
+    (ctx.workspace.memory_dir / "lanes" / PORTFOLIO_FILE).write_text(
+        portfolio_markdown(portfolio, proposed), encoding="utf-8"
+    )
 
 
 def lane_file(ctx: ToolContext, lane_id: str) -> str:

@@ -87,7 +87,7 @@ def claim_lane(ctx: ToolContext, request: ClaimLaneInput) -> ClaimLaneResult:
         lane_id=request.lane_id,
         expires_at=_iso(now + timedelta(seconds=ctx.settings.claim_lease_s)),
         released=outcome.released,
-        lane_file=path.read_text() if path.is_file() else f"(lane file {path.name} is missing)",
+        lane_file=path.read_text(encoding="utf-8") if path.is_file() else f"(lane file {path.name} is missing)",
         tried=_tried(ctx.ledger.lanes.history(request.lane_id), ctx.caller.agent_id),
     )
 

@@ -65,7 +65,7 @@ def post_note(ctx: ToolContext, request: PostNoteInput) -> PostNoteResult:
     extra = "".join(f"- **{k.replace('_', ' ')}**: {v}\n" for k, v in data.items())
     lane = f" · lane {request.lane_id}" if request.lane_id else ""
     header = f"# {request.title}\n\n_{request.kind} by {ctx.caller.agent_id}{lane}_\n\n"
-    path.write_text(header + extra + ("\n" if extra else "") + request.body + "\n")
+    path.write_text(header + extra + ("\n" if extra else "") + request.body + "\n", encoding="utf-8")
     return PostNoteResult(note_id=note_id, path=ctx.workspace.relative(path))
 
 

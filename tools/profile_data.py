@@ -32,7 +32,7 @@ def _strata(task_dir: Path, contract: TaskContract) -> dict[str, dict[str, str]]
     table = contract.layout.groups_table
     if not table or not (task_dir / table).is_file():
         return {}
-    with (task_dir / table).open(newline="") as handle:
+    with (task_dir / table).open(newline="", encoding="utf-8") as handle:
         return {row["case_id"]: {k: v for k, v in row.items() if k != "case_id"} for row in csv.DictReader(handle)}
 
 
@@ -77,7 +77,7 @@ def load_cached(workspace: Workspace, fingerprint: str) -> Any | None:
     path = workspace.sub(REPORT_DIR) / "profile.json"
     if not path.is_file():
         return None
-    profile = DataProfile.model_validate_json(path.read_text())
+    profile = DataProfile.model_validate_json(path.read_text(encoding="utf-8"))
     return profile if profile.fingerprint == fingerprint else None
 
 

@@ -59,10 +59,10 @@ class MetricView(BaseModel):
     metric: str
     verified: float | None
     declared: float | None
-    n_cases: int | None
-    n_valid: int | None
-    n_nan: int | None
-    n_capped: int | None
+    n_cases: int
+    n_valid: int
+    n_nan: int
+    n_capped: int
 
 
 class ReviewView(ToolResult):

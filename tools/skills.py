@@ -27,7 +27,7 @@ def _skills_dir(ctx: ToolContext) -> Path:
 
 
 def _read(path: Path) -> tuple[SkillInfo, str]:
-    text = path.read_text()
+    text = path.read_text(encoding="utf-8")
     match = FRONT_MATTER.match(text)
     author_match = re.search(r"^author: (.+)$", text, re.M)
     author = author_match.group(1) if author_match else "amid"
@@ -87,7 +87,7 @@ def save_skill(ctx: ToolContext, request: SaveSkillInput) -> SaveSkillResult:
     folder.mkdir(parents=True, exist_ok=True)
     front = f"---\nname: {request.name}\ndescription: {request.description}\nauthor: {ctx.caller.agent_id}\n---\n\n"
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(front + request.body.rstrip() + "\n")
+    tmp.write_text(front + request.body.rstrip() + "\n", encoding="utf-8")
     tmp.replace(path)
     ctx.ledger.activity.log("skill_saved", agent_id=ctx.caller.agent_id, subject_type="skill", subject_id=request.name)
     return SaveSkillResult(name=request.name, path=ctx.workspace.relative(path))

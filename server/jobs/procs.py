@@ -32,13 +32,13 @@ class ProcessIdentity(NamedTuple):  # a NamedTuple, not a dataclass: the wrapper
 
 
 def boot_id() -> str:
-    return (_PROC / "sys/kernel/random/boot_id").read_text().strip()
+    return (_PROC / "sys/kernel/random/boot_id").read_text(encoding="utf-8").strip()
 
 
 def _stat_fields(pid: int) -> list[str] | None:
     """Fields of /proc/PID/stat after the command name (which may itself hold spaces or ')')."""
     try:
-        raw = (_PROC / str(pid) / "stat").read_text()
+        raw = (_PROC / str(pid) / "stat").read_text(encoding="utf-8")
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
     return raw[raw.rindex(")") + 2 :].split()

@@ -33,7 +33,7 @@ def _migrations() -> list[tuple[int, str]]:
     found = []
     for entry in folder.iterdir():
         if entry.name.endswith(".sql"):
-            found.append((int(entry.name.split("_", 1)[0]), entry.read_text()))
+            found.append((int(entry.name.split("_", 1)[0]), entry.read_text(encoding="utf-8")))
     return sorted(found)
 
 

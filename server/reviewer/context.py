@@ -58,7 +58,7 @@ class ReviewContext:
         path = self.workspace.private_dir / "holdout.json"
         if not path.is_file():
             return []
-        return [Case.model_validate(c) for c in json.loads(path.read_text())["cases"]]
+        return [Case.model_validate(c) for c in json.loads(path.read_text(encoding="utf-8"))["cases"]]
 
     @cached_property
     def training_manifest(self) -> tuple[dict[int, list[str]] | None, str | None]:
@@ -69,7 +69,7 @@ class ReviewContext:
         if not self.usable(refs[0]):
             return None, "the frozen training manifest is missing or changed"
         try:
-            return parse_manifest(json.loads(self.path(refs[0]).read_text()), self.job.folds), None
+            return parse_manifest(json.loads(self.path(refs[0]).read_text(encoding="utf-8")), self.job.folds), None
         except (ValueError, TypeError, KeyError) as exc:
             return None, f"unreadable training manifest: {exc}"
 

@@ -43,6 +43,7 @@ class ReviewProcess:
         self.process = mp.Process(target=worker_main, args=(child,), name=name, daemon=True)
         self.process.start()
         child.close()
+        self._stopping = threading.Lock()  # the pool's close() and the worker's thread may both stop it
 
     def review(self, job_json: str, timeout_s: float) -> str:
         """'done' (a report or an error file was written), 'timeout' or 'died'."""
@@ -51,15 +52,18 @@ class ReviewProcess:
             if not self.connection.poll(timeout_s):
                 return "timeout"
             self.connection.recv()
-        except (EOFError, OSError):
+        except (EOFError, OSError, TypeError, ValueError):  # also: closed under us by the pool's close()
             return "died"
         return "done"
 
     def stop(self) -> None:
         """Hang up; SIGTERM if it does not leave (it kills its own subprocesses), then SIGKILL."""
+        if not self._stopping.acquire(blocking=False):
+            return
         with contextlib.suppress(OSError):
             self.connection.send(None)
-        self.connection.close()
+        with contextlib.suppress(OSError):
+            self.connection.close()
         process = self.process
         process.join(timeout=0.5)
         if process.is_alive():
@@ -111,7 +115,7 @@ class ReviewerPool:
     def progress(self, review_id: str) -> dict[str, Any]:
         path = report_paths(self.reviews_dir, review_id)[1]
         try:
-            return dict(json.loads(path.read_text()))
+            return dict(json.loads(path.read_text(encoding="utf-8")))
         except (OSError, ValueError):
             return {}
 
@@ -160,10 +164,14 @@ class ReviewerPool:
         if outcome == "timeout":
             self._fail(review_id, f"review timed out after {self.settings.review_timeout_s:.0f} s")
         elif report_path.is_file():
-            self._commit(review_id, ReviewReport.model_validate_json(report_path.read_text()))
+            self._commit(review_id, ReviewReport.model_validate_json(report_path.read_text(encoding="utf-8")))
         else:
             exit_code = worker.process.exitcode
-            error = error_path.read_text() if error_path.is_file() else f"review process died (exit {exit_code})"
+            error = (
+                error_path.read_text(encoding="utf-8")
+                if error_path.is_file()
+                else f"review process died (exit {exit_code})"
+            )
             self._fail(review_id, error)
 
     def _process(self, index: int) -> ReviewProcess:

@@ -25,10 +25,12 @@ from server.reviewer.integrity import artifact_checks, commit_check, evidence_ch
 from server.reviewer.job import ReviewJob
 from server.reviewer.metric_checks import direction_check, mismatch_check, trivial_check
 from server.reviewer.predictions import FoldResult, baseline_name, review_fold
-from server.reviewer.report import CODES, BaselineValue, ReviewReport, VerifiedMetric, verdict_of
+from server.reviewer.report import CODES, BaselineValue, ReviewReport, VerifiedMetric, unverifiable, verdict_of
 from server.reviewer.scoring import mean_value, plan_metrics
 from server.reviewer.submission import submission_check
 from server.reviewer.tabular import review_table_fold
+
+IMAGE_TYPES = frozenset({"nifti", "png", "tiff"})
 
 
 def review(job: ReviewJob, ctx: ReviewContext | None = None) -> ReviewReport:
@@ -38,11 +40,20 @@ def review(job: ReviewJob, ctx: ReviewContext | None = None) -> ReviewReport:
     checks = [commit_check(ctx), *artifact_checks(ctx), evidence_check(ctx)]
     cached = {(b.fold, b.metric) for b in job.baselines}
     primary = ctx.contract.primary_metric
-    fold_review = review_table_fold if ctx.contract.prediction.file_type == "csv" else review_fold
-    results = [fold_review(ctx, plan, fold, (fold, primary) not in cached) for fold in job.folds]
+    file_type = ctx.contract.prediction.file_type
+    fold_review = {"csv": review_table_fold}.get(file_type, review_fold)
+    scored = file_type in IMAGE_TYPES or file_type == "csv"
+    results = [
+        fold_review(ctx, plan, fold, (fold, primary) not in cached) if scored else FoldResult(fold, [])
+        for fold in job.folds
+    ]
     new_baselines = _new_baselines(ctx, results)
     submission, missing_test = submission_check(ctx)
-    checks += [incomplete_check(results, missing_test), schema_check(results), fold_check(results)]
+    if scored:
+        checks += [incomplete_check(results, missing_test), schema_check(results), fold_check(results)]
+    else:
+        why = f"{file_type} predictions are not re-scored by the built-in reviewer yet"
+        checks += [unverifiable(code, why) for code in ("PRED_INCOMPLETE", "PRED_SCHEMA", "FOLD_MISMATCH")]
     checks += [split_leak_check(ctx), access_check(ctx), mismatch_check(ctx, plan, results)]
     checks += [direction_check(ctx, plan, results), duplicate_check(ctx, results), submission]
     checks.append(trivial_check(ctx, plan, results, [*job.baselines, *new_baselines]))
@@ -93,7 +104,7 @@ def report_paths(reviews_dir: Path, review_id: str) -> tuple[Path, Path, Path]:
 
 def _write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
 
 

@@ -38,7 +38,7 @@ def reference_values(ctx: ReviewContext) -> dict[str, float]:
     table = ctx.contract.layout.labels_table
     if table is None:
         raise DataUnreadable("the contract names no layout.labels_table to score predictions against")
-    rows = list(csv.DictReader(io.StringIO((ctx.workspace.task_dir / table).read_text())))
+    rows = list(csv.DictReader(io.StringIO((ctx.workspace.task_dir / table).read_text(encoding="utf-8"))))
     id_column, value_column = columns(ctx)
     header = list(rows[0]) if rows else []
     target = value_column if value_column in header else header[1]

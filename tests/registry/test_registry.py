@@ -103,7 +103,7 @@ def test_registry_covers_the_main_imaging_domains() -> None:
 
 def test_bad_entry_fails_naming_the_file_the_entry_and_the_field(tmp_path: Path) -> None:
     good = _shipped_entry_text("phikon-v2")
-    (tmp_path / "broken.yaml").write_text(good.replace("access: open", "access: sometimes"))
+    (tmp_path / "broken.yaml").write_text(good.replace("access: open", "access: sometimes"), encoding="utf-8")
     with pytest.raises(DataUnreadable) as caught:
         load_foundation_models(tmp_path)
     message = str(caught.value)
@@ -114,15 +114,15 @@ def test_bad_entry_fails_naming_the_file_the_entry_and_the_field(tmp_path: Path)
 
 
 def test_unknown_field_in_an_entry_is_rejected(tmp_path: Path) -> None:
-    (tmp_path / "extra.yaml").write_text(_shipped_entry_text("phikon-v2") + "favourite: true\n")
+    (tmp_path / "extra.yaml").write_text(_shipped_entry_text("phikon-v2") + "favourite: true\n", encoding="utf-8")
     with pytest.raises(DataUnreadable, match="favourite"):
         load_foundation_models(tmp_path)
 
 
 def test_duplicate_ids_across_files_are_rejected(tmp_path: Path) -> None:
     entry = _shipped_entry_text("phikon-v2")
-    (tmp_path / "a.yaml").write_text(entry)
-    (tmp_path / "b.yaml").write_text(entry)
+    (tmp_path / "a.yaml").write_text(entry, encoding="utf-8")
+    (tmp_path / "b.yaml").write_text(entry, encoding="utf-8")
     with pytest.raises(DataUnreadable, match="more than once"):
         load_foundation_models(tmp_path)
 
@@ -133,7 +133,7 @@ def test_template_applying_and_excluding_the_same_predicate_is_rejected(tmp_path
     template = next(t for t in TEMPLATES if t.id == "nnunet-3d-fullres")
     raw = template.model_dump(mode="json")
     raw["excluded_when"] = ["dims_3d"]
-    (tmp_path / "lane.yaml").write_text(yaml.safe_dump(raw))
+    (tmp_path / "lane.yaml").write_text(yaml.safe_dump(raw), encoding="utf-8")
     with pytest.raises(DataUnreadable, match="dims_3d"):
         load_lane_templates(tmp_path)
 

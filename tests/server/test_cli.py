@@ -34,7 +34,7 @@ def test_init_into_a_non_empty_folder_fails_with_a_message_and_no_traceback(
     demo_challenge: Path, tmp_path: Path
 ) -> None:
     (tmp_path / "ws").mkdir()
-    (tmp_path / "ws" / "keep.txt").write_text("x")
+    (tmp_path / "ws" / "keep.txt").write_text("x", encoding="utf-8")
     result = amid("init", str(demo_challenge), "-w", str(tmp_path / "ws"))
     assert result.returncode == 2
     assert "exists and is not empty" in result.stderr and "Traceback" not in result.stderr
@@ -67,21 +67,21 @@ def test_connect_writes_each_client_config_into_the_agents_worktree(workspace: W
     claude = amid("connect", "claude", "--agent", "ann", "-w", ws, "--url", "http://127.0.0.1:9999/mcp")
     assert claude.returncode == 0, claude.stderr
     worktree = workspace.worktrees_dir / "ann"
-    config = json.loads((worktree / ".mcp.json").read_text())
+    config = json.loads((worktree / ".mcp.json").read_text(encoding="utf-8"))
     assert config["mcpServers"]["amid"] == {
         "type": "http",
         "url": "http://127.0.0.1:9999/mcp",
         "headers": {"Authorization": "Bearer ${AMID_TOKEN}"},
     }
-    assert (worktree / ".amid-local" / "token").read_text().startswith("amid_")
+    assert (worktree / ".amid-local" / "token").read_text(encoding="utf-8").startswith("amid_")
     assert "AGENTS.md" in {p.name for p in worktree.iterdir()}
     assert f"cd {worktree}" in claude.stdout
     codex = amid("connect", "codex", "--agent", "cody", "-w", ws)
-    toml = tomllib.loads((workspace.worktrees_dir / "cody/.amid-local/codex/config.toml").read_text())
+    toml = tomllib.loads((workspace.worktrees_dir / "cody/.amid-local/codex/config.toml").read_text(encoding="utf-8"))
     assert toml["mcp_servers"]["amid"]["bearer_token_env_var"] == "AMID_TOKEN"
     assert "CODEX_HOME=" in codex.stdout
     amid("connect", "cursor", "--agent", "cur", "-w", ws)
-    assert "${env:AMID_TOKEN}" in (workspace.worktrees_dir / "cur/.cursor/mcp.json").read_text()
+    assert "${env:AMID_TOKEN}" in (workspace.worktrees_dir / "cur/.cursor/mcp.json").read_text(encoding="utf-8")
     with git.Repo(workspace.repo_dir) as repo:
         assert {"agent/ann", "agent/cody", "agent/cur"} <= {h.name for h in repo.heads}
         assert repo.git.status("--porcelain", untracked_files="all") == ""

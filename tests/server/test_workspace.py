@@ -64,7 +64,7 @@ def test_scans_of_one_patient_share_a_fold(workspace: Workspace) -> None:
 def test_existing_non_empty_target_is_refused_and_left_untouched(demo_challenge: Path, tmp_path: Path) -> None:
     target = tmp_path / "busy"
     target.mkdir()
-    (target / "notes.txt").write_text("mine")
+    (target / "notes.txt").write_text("mine", encoding="utf-8")
     with pytest.raises(InvalidInput, match="exists and is not empty"):
         init_workspace(import_task(demo_challenge), target)
     assert [p.name for p in target.iterdir()] == ["notes.txt"]
@@ -85,7 +85,7 @@ def test_holdout_moves_whole_groups_with_their_labels_to_private(tmp_path: Path)
     data = native_task_dict()
     data["validation"] = {"k_folds": 2, "seed": 3, "holdout_fraction": 0.3}
     ws = init_workspace(import_task(make_native_task(tmp_path / "src", data=data)), tmp_path / "ws")
-    held = json.loads((ws.private_dir / "holdout.json").read_text())["cases"]
+    held = json.loads((ws.private_dir / "holdout.json").read_text(encoding="utf-8"))["cases"]
     held_ids = {c["case_id"] for c in held}
     assert len(held_ids) == 3  # one site of three
     assert {c["group"] for c in held} == {held[0]["group"]}

@@ -37,11 +37,11 @@ async def test_submission_freezes_every_file_read_only_and_records_declared_scor
         assert frozen.read_bytes() == (box.worktree / row["declared_path"]).read_bytes()
     assert services.ledger.attempts.scores(attempt["attempt_id"], "agent") == {0: payload["declared_scores"]["0"]}
     manifest = json.loads(
-        (services.workspace.root / "artifacts/manifests" / f"{attempt['attempt_id']}.json").read_text()
+        (services.workspace.root / "artifacts/manifests" / f"{attempt['attempt_id']}.json").read_text(encoding="utf-8")
     )
     assert manifest["commit"] == sha and len(manifest["files"]) == len(rows)
     pinned = services.workspace.repo_dir / ".git/refs/amid/attempts" / attempt["attempt_id"]
-    assert pinned.read_text().strip() == sha
+    assert pinned.read_text(encoding="utf-8").strip() == sha
 
 
 @pytest.mark.parametrize(
@@ -79,7 +79,7 @@ def _symlink(box: AgentSandbox, rel: str, target: Path) -> str:
 
 
 def _inside_private_folder(box: AgentSandbox) -> str:
-    return box.write_text("private/notes.txt", "copied answers")
+    return box.write_text("private/notes.txt", "copied answers", encoding="utf-8")
 
 
 async def test_unknown_commit_bad_folds_and_bad_scores_name_the_field(services: Services) -> None:
@@ -94,6 +94,8 @@ async def test_unknown_commit_bad_folds_and_bad_scores_name_the_field(services: 
         "INVALID_INPUT: parent_attempt_id": {**good, "claims_improvement": ["dice"]},
         "NOT_FOUND: parent_attempt_id": {**good, "parent_attempt_id": "att-99999"},
         "NOT_FOUND: lane_id": {**good, "lane_id": "no-such-lane"},
+        "INVALID_INPUT: budget_class": {**good, "budget_class": "x" * 40},
+        "INVALID_INPUT: inference_command": {**good, "inference_command": ["python", ""]},
     }
     before = _counts(services)
     async with client_for(services, "careless") as client:

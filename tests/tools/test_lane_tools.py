@@ -75,7 +75,7 @@ async def test_list_lanes_shows_the_planned_portfolio_and_the_ideas_left_out(pla
     lanes_dir = planned.workspace.memory_dir / "lanes"
     assert {p.stem for p in lanes_dir.glob("*.md")} >= {*lanes, "PORTFOLIO"}
     assert (lanes_dir / "monai-3d-segresnet-swinunetr.monai_config.json").is_file()
-    assert "## Not instantiated (kept with the reason)" in (lanes_dir / "PORTFOLIO.md").read_text()
+    assert "## Not instantiated (kept with the reason)" in (lanes_dir / "PORTFOLIO.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.anyio
@@ -125,11 +125,11 @@ async def test_propose_lane_adds_a_downranked_lane_with_a_complete_file(planned:
         bad = await _error(client, "propose_lane", {**proposal, "predicates": ["shiny"]})
     assert proposed["lane_id"] == "agent-lesion-cascade-on-the-liver-crop" and proposed["tier"] == "fallback"
     assert any("small_structures=false" in note for note in proposed["notes"])
-    text = (planned.workspace.root / proposed["lane_file"]).read_text()
+    text = (planned.workspace.root / proposed["lane_file"]).read_text(encoding="utf-8")
     assert "proposed by w3" in text and "## Validation obligations" in text and "nnUNetv2_train" in text
     assert listed["lanes"][-1]["lane_id"] == proposed["lane_id"]
     assert "predicates" in bad
-    overview = (planned.workspace.memory_dir / "lanes" / "PORTFOLIO.md").read_text()
+    overview = (planned.workspace.memory_dir / "lanes" / "PORTFOLIO.md").read_text(encoding="utf-8")
     assert proposed["lane_id"] in overview
 
 

@@ -48,7 +48,7 @@ async def test_a_focus_note_must_name_its_evidence_budget_and_exit(services: Ser
         done = await _ok(ann, "post_note", {
             "kind": "focus", "title": "tune lr", "body": "plan", "focus": "lr sweep", "evidence": "fold0 0.81",
             "remaining_budget": "2 GPU h", "abandon_condition": "no gain > 0.005 after 3 runs"})  # fmt: skip
-    text = (services.workspace.root / done["path"]).read_text()
+    text = (services.workspace.root / done["path"]).read_text(encoding="utf-8")
     assert "**abandon condition**: no gain > 0.005 after 3 runs" in text
     assert services.ledger.db.scalar("SELECT count(*) FROM notes") == 1
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from tools.planning.facts import PlanningFacts
 from tools.planning.portfolio import LaneSpec, ScaffoldStep
-from tools.scaffolds import monai_seg, nnunet
+from tools.scaffolds import monai_seg, nnunet_steps
 from tools.scaffolds.monai_config import SUPPORTED_TASKS, config_from_facts
+from tools.scaffolds.nnunet_steps import REPLAY_NOTE, WORKTREE
 
 LANES_FROM_WORKTREE = "../../memory/lanes"
 
@@ -25,78 +26,49 @@ def scaffold_steps(
     """Steps of the lane's scaffold, or none when the scaffold does not cover these data."""
     if lane.scaffold == "nnunet" and facts.task_type == "segmentation":
         configuration = "3d_fullres" if facts.dims == 3 else "2d"
-        return nnunet.commands(python, task_id, configuration, k_folds)
+        return nnunet_steps.commands(python, task_id, configuration, k_folds)
     if lane.scaffold == "monai" and facts.task_type in SUPPORTED_TASKS:
         return monai_steps(lane.lane_id, python, k_folds)
     return []
 
 
 def monai_steps(lane_id: str, python: str, k_folds: int) -> list[ScaffoldStep]:
+    """Smoke-train, then train and predict per fold, predict the test set, and the holdout-replay command."""
     base = [python, "-m", monai_seg.MODULE]
-    config = f"{LANES_FROM_WORKTREE}/{monai_config_name(lane_id)}"
+    train = [*base, "train", "--config", f"{LANES_FROM_WORKTREE}/{monai_config_name(lane_id)}"]
+    smoke = ["--fold", "0", "--out", ".amid-local/monai/smoke", "--epochs", "1", "--iterations", "2"]
     steps = [
-        ScaffoldStep(
-            name="smoke_train_fold_0",
-            command=[
-                *base,
-                "train",
-                "--config",
-                config,
-                "--fold",
-                "0",
-                "--out",
-                ".amid-local/monai/smoke",
-                "--epochs",
-                "1",
-                "--iterations",
-                "2",
-            ],
-            gpus=1,
-            note="seconds: proves loading, transforms and loss before a full run",
-        )
+        ScaffoldStep(name="smoke_train_fold_0", command=[*train, *smoke], gpus=1, note="seconds: proves the mechanics")
     ]
     for fold in range(k_folds):
         run = f".amid-local/monai/fold_{fold}"
+        predict = [*base, "predict", "--checkpoint", f"{run}/checkpoint.pt", "--split", "val"]
         steps += [
             ScaffoldStep(
                 name=f"train_fold_{fold}",
-                command=[*base, "train", "--config", config, "--fold", str(fold), "--out", run],
+                command=[*train, "--fold", str(fold), "--out", run],
                 gpus=1,
                 note="writes checkpoint.pt, train_log.jsonl, training_manifest.json" if fold == 0 else "",
             ),
-            ScaffoldStep(
-                name=f"predict_fold_{fold}",
-                command=[
-                    *base,
-                    "predict",
-                    "--checkpoint",
-                    f"{run}/checkpoint.pt",
-                    "--split",
-                    "val",
-                    "--dest",
-                    f"predictions/fold_{fold}",
-                ],
-                gpus=1,
-            ),
+            ScaffoldStep(name=f"predict_fold_{fold}", command=[*predict, "--dest", f"predictions/fold_{fold}"], gpus=1),
         ]
-    steps.append(
+    checkpoint = ".amid-local/monai/fold_0/checkpoint.pt"
+    replay = ["replay", "--checkpoint", f"{WORKTREE}/{checkpoint}", "--input-dir", "{input_dir}"]
+    return [
+        *steps,
         ScaffoldStep(
             name="predict_test",
-            command=[
-                *base,
-                "predict",
-                "--checkpoint",
-                ".amid-local/monai/fold_0/checkpoint.pt",
-                "--split",
-                "test",
-                "--dest",
-                "submission",
-            ],
+            command=[*base, "predict", "--checkpoint", checkpoint, "--split", "test", "--dest", "submission"],
             gpus=1,
             note="submission/submission.csv and submission/predictions/*",
-        )
-    )
-    return steps
+        ),
+        ScaffoldStep(
+            name="holdout_replay",
+            command=["{python}", "-m", monai_seg.MODULE, *replay, "--output-dir", "{output_dir}"],
+            gpus=1,
+            note=REPLAY_NOTE,
+        ),
+    ]
 
 
 def monai_config_for(lane: LaneSpec, facts: PlanningFacts) -> str | None:

@@ -57,12 +57,12 @@ class MonaiConfig(BaseModel):
 
     def write(self, path: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.model_dump_json(indent=1))
+        path.write_text(self.model_dump_json(indent=1), encoding="utf-8")
         return path
 
     @classmethod
     def read(cls, path: Path) -> MonaiConfig:
-        return cls.model_validate(json.loads(path.read_text()))
+        return cls.model_validate(json.loads(path.read_text(encoding="utf-8")))
 
 
 def config_from_facts(facts: PlanningFacts, *, epochs: int = 300) -> MonaiConfig:

@@ -7,6 +7,8 @@ MONAI's `Invertd` and written with the reference image's exact header (NIfTI) or
 
 from __future__ import annotations
 
+import re
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,24 @@ def items(task: TaskData, case_ids: list[str], *, with_label: bool) -> list[Item
             item["label"] = str(task.path(case.label_path))
         found.append(item)
     return found
+
+
+CHANNEL_FILE = re.compile(r"^(?P<case>.+)_(?P<channel>\d{4})(?P<ending>\.nii\.gz|\.nii|\.png|\.nrrd|\.mha)$")
+
+
+def items_from_folder(folder: Path) -> tuple[list[Item], str]:
+    """Data dicts for every case in a folder of `CASE_0000<ending>` files (holdout replay), and the ending."""
+    cases: dict[str, dict[int, str]] = defaultdict(dict)
+    endings = set()
+    for path in sorted(folder.iterdir()):
+        match = CHANNEL_FILE.match(path.name)
+        if match:
+            cases[match["case"]][int(match["channel"])] = str(path)
+            endings.add(match["ending"])
+    if not cases or len(endings) != 1:
+        raise InvalidInput(f"input_dir: expected CASE_0000<ending> files of one type in {folder}", field="input_dir")
+    found = [{"image": [files[c] for c in sorted(files)], "case_id": case} for case, files in sorted(cases.items())]
+    return found, endings.pop()
 
 
 def _reader(path: str) -> Any:

@@ -26,7 +26,14 @@ import numpy as np
 
 from server.errors import AmidError, InvalidInput
 from tools.scaffolds.monai_config import MonaiConfig
-from tools.scaffolds.monai_data import denormalise, inference_transforms, items, train_transforms, write_prediction
+from tools.scaffolds.monai_data import (
+    denormalise,
+    inference_transforms,
+    items,
+    items_from_folder,
+    train_transforms,
+    write_prediction,
+)
 from tools.scaffolds.taskdata import MANIFEST_NAME, TaskData, write_manifest, write_submission
 
 MODULE = "tools.scaffolds.monai_seg"
@@ -86,7 +93,7 @@ def train(task: TaskData, cfg: MonaiConfig, fold: int, out: Path, *, device: str
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, weight_decay=1e-5)
     steps = cfg.iterations_per_epoch or len(loader)
     out.mkdir(parents=True, exist_ok=True)
-    with (out / "train_log.jsonl").open("w") as log:
+    with (out / "train_log.jsonl").open("w", encoding="utf-8") as log:
         for epoch in range(cfg.epochs):
             started, losses = time.monotonic(), []
             model.train()
@@ -117,10 +124,7 @@ def predict(
     device: str = "auto",
 ) -> dict[str, object]:
     """Predict every case of the fold's validation set (or the test set) in the task's format."""
-    import torch
-
-    state = torch.load(checkpoint, map_location="cpu", weights_only=False)
-    cfg = MonaiConfig.model_validate(state["config"])
+    cfg, model, run_on, state = _load(checkpoint, device)
     if split == "val":
         fold = state["fold"] if fold is None else fold
         case_ids, folder = task.fold(fold)[1], dest
@@ -128,26 +132,49 @@ def predict(
         case_ids, folder = sorted(task.test_cases), dest / "predictions"
     if not case_ids:
         raise InvalidInput(f"split: {split} has no cases in this task", field="split")
-    run_on = _device(device)
-    model = build_network(cfg).to(run_on)
-    model.load_state_dict(state["state_dict"])
-    model.eval()
-    ending = task.contract.layout.file_ending
-    written = {}
-    for item in items(task, case_ids, with_label=False):
-        array = _predict_case(cfg, model, item, run_on)
-        target = folder / f"{item['case_id']}{ending}"
-        write_prediction(array, item["image"][0], target)
-        written[item["case_id"]] = str(target.relative_to(dest))
-    result: dict[str, object] = {"split": split, "cases": len(written), "dest": str(dest)}
+    cases = items(task, case_ids, with_label=False)
+    written = _predict_all(cfg, model, run_on, cases, folder, task.contract.layout.file_ending)
+    files = {case_id: str(path.relative_to(dest)) for case_id, path in written.items()}
+    result: dict[str, object] = {"split": split, "cases": len(files), "dest": str(dest)}
     manifest = checkpoint.parent / MANIFEST_NAME
     if split == "val" and manifest.is_file():
         # The evidence travels with the predictions it explains.
         shutil.copy2(manifest, dest / MANIFEST_NAME)
         result["manifest"] = str(dest / MANIFEST_NAME)
     if split == "test":
-        result["submission"] = str(write_submission(task, dest, written))
+        result["submission"] = str(write_submission(task, dest, files))
     return result
+
+
+def replay(checkpoint: Path, input_dir: Path, output_dir: Path, *, device: str = "auto") -> dict[str, object]:
+    """Holdout replay: predict every `CASE_0000<ending>` in input_dir to `output_dir/CASE<ending>`."""
+    cfg, model, run_on, _ = _load(checkpoint, device)
+    cases, ending = items_from_folder(input_dir)
+    written = _predict_all(cfg, model, run_on, cases, output_dir, ending)
+    return {"cases": len(written), "output_dir": str(output_dir)}
+
+
+def _load(checkpoint: Path, device: str) -> tuple[MonaiConfig, Any, Any, dict[str, Any]]:
+    import torch
+
+    state = torch.load(checkpoint, map_location="cpu", weights_only=False)
+    cfg = MonaiConfig.model_validate(state["config"])
+    run_on = _device(device)
+    model = build_network(cfg).to(run_on)
+    model.load_state_dict(state["state_dict"])
+    model.eval()
+    return cfg, model, run_on, state
+
+
+def _predict_all(
+    cfg: MonaiConfig, model: Any, device: Any, cases: list[dict[str, Any]], folder: Path, ending: str
+) -> dict[str, Path]:
+    written = {}
+    for item in cases:
+        target = folder / f"{item['case_id']}{ending}"
+        write_prediction(_predict_case(cfg, model, item, device), item["image"][0], target)
+        written[item["case_id"]] = target
+    return written
 
 
 def _predict_case(cfg: MonaiConfig, model: Any, item: dict[str, Any], device: Any) -> np.ndarray:
@@ -176,7 +203,7 @@ def _predict_case(cfg: MonaiConfig, model: Any, item: dict[str, Any], device: An
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="action", required=True)
-    for action in ("train", "predict"):
+    for action in ("train", "predict", "replay"):
         p = sub.add_parser(action)
         p.add_argument("--task-dir", type=Path, default=Path("../../task"), help="the workspace's task/ folder")
         p.add_argument("--device", default="auto", help="auto, cuda, cpu")
@@ -190,12 +217,19 @@ def _parser() -> argparse.ArgumentParser:
     predict_parser.add_argument("--checkpoint", type=Path, required=True)
     predict_parser.add_argument("--split", choices=["val", "test"], required=True)
     predict_parser.add_argument("--dest", type=Path, required=True)
+    replay_parser = sub.choices["replay"]
+    replay_parser.add_argument("--checkpoint", type=Path, required=True)
+    replay_parser.add_argument("--input-dir", type=Path, required=True)
+    replay_parser.add_argument("--output-dir", type=Path, required=True)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        if args.action == "replay":
+            print(json.dumps(replay(args.checkpoint, args.input_dir, args.output_dir, device=args.device), indent=1))
+            return 0
         task = TaskData.open(args.task_dir)
         if args.action == "train":
             cfg = MonaiConfig.read(args.config)

@@ -125,7 +125,7 @@ def convert_task(task: TaskData, layout: NnunetLayout, *, copy_images: bool = Fa
         relabelled_cases=relabelled,
     )
     _write_dataset_json(task, layout, conversion)
-    (layout.raw / CONVERSION_FILE).write_text(conversion.model_dump_json(indent=1))
+    (layout.raw / CONVERSION_FILE).write_text(conversion.model_dump_json(indent=1), encoding="utf-8")
     return conversion
 
 
@@ -134,15 +134,25 @@ def write_splits(task: TaskData, layout: NnunetLayout) -> Path:
     splits = [{"train": sorted(f.train_cases), "val": sorted(f.val_cases)} for f in task.folds.folds]
     layout.preprocessed.mkdir(parents=True, exist_ok=True)
     path = layout.preprocessed / "splits_final.json"
-    path.write_text(json.dumps(splits, indent=1))
+    path.write_text(json.dumps(splits, indent=1), encoding="utf-8")
     return path
+
+
+def find_layout(root: Path, dataset_id: int) -> NnunetLayout:
+    """The layout of an already converted dataset under `root` (its name read from the raw folder)."""
+    found = sorted((root / "raw").glob(f"Dataset{dataset_id:03d}_*"))
+    if not found:
+        raise DataUnreadable(
+            f"out: no Dataset{dataset_id:03d}_* under {root / 'raw'}; run the convert step", field="out"
+        )
+    return NnunetLayout(root, dataset_id, found[0].name.split("_", 1)[1])
 
 
 def read_conversion(layout: NnunetLayout) -> Conversion:
     path = layout.raw / CONVERSION_FILE
     if not path.is_file():
         raise DataUnreadable(f"{path}: missing; run the convert step first", field="out")
-    return Conversion.model_validate_json(path.read_text())
+    return Conversion.model_validate_json(path.read_text(encoding="utf-8"))
 
 
 def _channel_names(task: TaskData) -> dict[str, str]:
@@ -179,7 +189,7 @@ def _write_dataset_json(task: TaskData, layout: NnunetLayout, conversion: Conver
         "name": layout.name,
         "description": f"converted by AMID from task {conversion.task_id}",
     }
-    (layout.raw / "dataset.json").write_text(json.dumps(spec, indent=1))
+    (layout.raw / "dataset.json").write_text(json.dumps(spec, indent=1), encoding="utf-8")
 
 
 def _place_images(task: TaskData, images: tuple[str, ...], folder: Path, case_id: str, ending: str, copy: bool) -> None:

@@ -40,7 +40,7 @@ class TaskData:
 
     @cached_property
     def folds(self) -> LockedFolds:
-        return LockedFolds.model_validate_json((self.task_dir / "folds.json").read_text())
+        return LockedFolds.model_validate_json((self.task_dir / "folds.json").read_text(encoding="utf-8"))
 
     @cached_property
     def train_cases(self) -> dict[str, Case]:
@@ -74,7 +74,7 @@ def write_manifest(path: Path, *, fold: int, train_cases: list[str], val_cases: 
     """The training manifest the reviewer checks for SPLIT_LEAK: exactly the case ids trained on."""
     manifest = {"fold": fold, "train_cases": sorted(train_cases), "val_cases": sorted(val_cases), "source": source}
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(manifest, indent=1) + "\n")
+    path.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     return path
 
 
@@ -89,7 +89,7 @@ def write_submission(task: TaskData, folder: Path, files: dict[str, str]) -> Pat
             field="submission.columns",
         )
     path = folder / submission.filename
-    with path.open("w", newline="") as handle:
+    with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(submission.columns)
         for case_id in sorted(files):

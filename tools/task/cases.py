@@ -45,7 +45,7 @@ def _index_files(folder: Path, layout: DataLayout) -> dict[str, dict[int, Path]]
 def read_groups(table: Path, group_key: str) -> dict[str, str]:
     """Map case id → group from a CSV with a `case_id` column and the group column."""
     try:
-        with table.open(newline="") as handle:
+        with table.open(encoding="utf-8", newline="") as handle:
             rows = list(csv.DictReader(handle))
     except OSError as exc:
         raise DataUnreadable(f"{table.name}: cannot read ({exc})") from None

@@ -197,13 +197,13 @@ def describe_validation_error(exc: ValidationError) -> str:
 
 
 def write_contract(contract: TaskContract, path: Path) -> str:
-    path.write_text(yaml.safe_dump(contract.model_dump(mode="json"), sort_keys=False))
+    path.write_text(yaml.safe_dump(contract.model_dump(mode="json"), sort_keys=False), encoding="utf-8")
     return contract_hash(contract)
 
 
 def load_contract(path: Path) -> TaskContract:
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise InvalidInput(f"{path.name}: not valid YAML ({exc})") from None
     return parse_contract(data, source_file=path.name)

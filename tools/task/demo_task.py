@@ -100,7 +100,7 @@ def _write_cases(target: Path, rng: np.random.Generator) -> list[dict[str, str]]
 
 
 def _write_csv(path: Path, header: list[str], rows: list[list[object]]) -> None:
-    with path.open("w", newline="") as handle:
+    with path.open("w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(header)
         writer.writerows(rows)
@@ -240,12 +240,12 @@ def prepare(raw, public, private):
 
 
 def _write_challenge_files(target: Path) -> None:
-    (target / "config.yaml").write_text(CONFIG_YAML)
-    (target / "description.md").write_text(DESCRIPTION_MD)
-    (target / "grade.py").write_text(GRADE_PY)
-    (target / "prepare.py").write_text(PREPARE_PY)
+    (target / "config.yaml").write_text(CONFIG_YAML, encoding="utf-8")
+    (target / "description.md").write_text(DESCRIPTION_MD, encoding="utf-8")
+    (target / "grade.py").write_text(GRADE_PY, encoding="utf-8")
+    (target / "prepare.py").write_text(PREPARE_PY, encoding="utf-8")
     metric_config = {"metric_directions": {"dice": "higher_better", "hd95": "lower_better"}}
-    (target / "metric_config.json").write_text(json.dumps(metric_config, indent=2) + "\n")
+    (target / "metric_config.json").write_text(json.dumps(metric_config, indent=2) + "\n", encoding="utf-8")
     _write_csv(
         target / "leaderboard.csv",
         ["rank", "team", "mean_position", "dice", "dice_position", "hd95", "hd95_position"],

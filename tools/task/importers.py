@@ -55,14 +55,14 @@ def import_task(source: Path) -> ImportedTask:
 
 def _read_yaml(path: Path) -> Any:
     try:
-        return yaml.safe_load(path.read_text())
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise InvalidInput(f"{path.name}: not valid YAML ({exc})") from None
 
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text())
+        return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"{path.name}: not valid JSON ({exc})") from None
 
@@ -126,7 +126,7 @@ def _detect_layout(folder: Path) -> dict[str, Any]:
 
 
 def _csv_header(path: Path) -> list[str]:
-    with path.open(newline="") as handle:
+    with path.open(encoding="utf-8", newline="") as handle:
         return next(csv.reader(handle), [])
 
 
@@ -176,7 +176,7 @@ def import_rex_mle(folder: Path) -> ImportedTask:
 def _description(folder: Path, config: dict[str, Any]) -> str:
     name = config.get("description") or "description.md"
     path = folder / name
-    return path.read_text() if path.is_file() else ""
+    return path.read_text(encoding="utf-8") if path.is_file() else ""
 
 
 def _grader(grader: dict[str, Any], folder: Path) -> dict[str, str] | None:

@@ -25,8 +25,10 @@ def eventually(probe: Callable[[], object], timeout_s: float = 20.0, what: str =
 
 
 def text_when_written(path: Path, timeout_s: float = 20.0) -> str:
-    eventually(lambda: path.exists() and path.read_text().strip(), timeout_s, what=f"{path.name} to be written")
-    return path.read_text().strip()
+    eventually(
+        lambda: path.exists() and path.read_text(encoding="utf-8").strip(), timeout_s, what=f"{path.name} to be written"
+    )
+    return path.read_text(encoding="utf-8").strip()
 
 
 def state_when(scheduler: JobScheduler, job_id: str, predicate: Callable[[JobState], bool], what: str) -> JobState:
@@ -37,7 +39,7 @@ def state_when(scheduler: JobScheduler, job_id: str, predicate: Callable[[JobSta
 def process_running(pid: int) -> bool:
     """True while `pid` runs; zombies (orphans this machine's PID 1 never reaps) count as gone."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8")
     except FileNotFoundError:
         return False
     return stat[stat.rindex(")") + 2] not in "ZX"

@@ -22,7 +22,7 @@ def marker_job(cwd: Path, marker: Path, hold: Path | None = None) -> JobSpec:
 
 
 def runs(marker: Path) -> Counter[str]:
-    return Counter(marker.read_text().split()) if marker.exists() else Counter()
+    return Counter(marker.read_text(encoding="utf-8").split()) if marker.exists() else Counter()
 
 
 def dedupe(statuses: list[str]) -> list[str]:
@@ -103,7 +103,7 @@ def test_a_job_whose_wrapper_died_while_the_server_was_down_is_lost(
     first.close()
     # The wrapper names the job's process group in child.json right after starting it.
     eventually(lambda: (tmp_path / "jobs" / job_id / "child.json").exists(), what="child.json")
-    wrapper = json.loads((tmp_path / "jobs" / job_id / "wrapper.json").read_text())["pid"]
+    wrapper = json.loads((tmp_path / "jobs" / job_id / "wrapper.json").read_text(encoding="utf-8"))["pid"]
     os.kill(wrapper, signal.SIGKILL)
     eventually(lambda: not process_running(wrapper), what="the wrapper to die")
 

@@ -91,8 +91,8 @@ def test_logs_are_complete(make_scheduler: SchedulerFactory, tmp_path: Path) -> 
     code = "import sys\nfor i in range(50000):\n    print(i)\n    print('e', i, file=sys.stderr)"
     state = wait_status(scheduler, scheduler.submit("a", python_job(tmp_path, code)).job_id)
     job_dir = tmp_path / "jobs" / state.job_id
-    assert (job_dir / "stdout.log").read_text() == "".join(f"{i}\n" for i in range(50000))
-    assert (job_dir / "stderr.log").read_text() == "".join(f"e {i}\n" for i in range(50000))
+    assert (job_dir / "stdout.log").read_text(encoding="utf-8") == "".join(f"{i}\n" for i in range(50000))
+    assert (job_dir / "stderr.log").read_text(encoding="utf-8") == "".join(f"e {i}\n" for i in range(50000))
     tail = scheduler.log_tail(state.job_id, n_bytes=12)
     assert tail.stdout == "49998\n49999\n" and tail.stdout_bytes == (job_dir / "stdout.log").stat().st_size
 
@@ -157,7 +157,7 @@ def test_a_killed_wrapper_is_reported_lost_and_its_job_stopped(
     job_id = scheduler.submit("a", family_job(tmp_path)).job_id
     child = read_pid(tmp_path / "child.pid")
     eventually(lambda: (tmp_path / "jobs" / job_id / "child.json").exists(), what="child.json")
-    wrapper = json.loads((tmp_path / "jobs" / job_id / "wrapper.json").read_text())["pid"]
+    wrapper = json.loads((tmp_path / "jobs" / job_id / "wrapper.json").read_text(encoding="utf-8"))["pid"]
     os.kill(wrapper, signal.SIGKILL)
     state = wait_status(scheduler, job_id)
     assert state.status == "lost" and "without recording an outcome" in (state.reason or "")
@@ -167,9 +167,12 @@ def test_a_killed_wrapper_is_reported_lost_and_its_job_stopped(
 def test_the_wrapper_records_its_own_identity(make_scheduler: SchedulerFactory, tmp_path: Path) -> None:
     scheduler = make_scheduler()
     state = wait_status(scheduler, scheduler.submit("a", python_job(tmp_path, "pass")).job_id)
-    record = json.loads((tmp_path / "jobs" / state.job_id / "wrapper.json").read_text())
+    record = json.loads((tmp_path / "jobs" / state.job_id / "wrapper.json").read_text(encoding="utf-8"))
     assert state.backend_job_id == f"{record['host']}:{record['pid']}" and record["start_ticks"] > 0
-    assert json.loads((tmp_path / "jobs" / state.job_id / "exit.json").read_text())["status"] == "succeeded"
+    assert (
+        json.loads((tmp_path / "jobs" / state.job_id / "exit.json").read_text(encoding="utf-8"))["status"]
+        == "succeeded"
+    )
 
 
 class ChangingInventory(StaticInventory):

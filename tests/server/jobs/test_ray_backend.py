@@ -94,7 +94,7 @@ def test_a_restart_reattaches_to_a_running_ray_job(ray_cluster: LocalRayCluster,
         assert second.get(job_id).status == "running"
         hold.touch()
         assert wait_status(second, job_id, timeout_s=60).status == "succeeded"
-        assert marker.read_text().split() == [job_id]
+        assert marker.read_text(encoding="utf-8").split() == [job_id]
     finally:
         second.close()
 

@@ -96,7 +96,7 @@ def test_a_restart_reattaches_to_a_running_slurm_job(tmp_path: Path) -> None:
         assert second.get(job_id).status == "running"
         hold.touch()
         assert wait_status(second, job_id, timeout_s=60).status == "succeeded"
-        assert marker.read_text().split() == [job_id]
+        assert marker.read_text(encoding="utf-8").split() == [job_id]
     finally:
         second.close()
 
@@ -105,6 +105,8 @@ def test_a_job_slurm_has_forgotten_is_read_from_its_exit_record(tmp_path: Path) 
     spec = JobSpec.create(command=["true"], cwd=str(tmp_path))
     handle = JobHandle("job-x", tmp_path, spec, backend_job_id="99999999")
     assert SlurmBackend().poll(handle).status == "lost"
-    (tmp_path / EXIT_RECORD).write_text(json.dumps({"exit_code": 4, "ended_at": "2026-01-01T00:00:00+00:00"}))
+    (tmp_path / EXIT_RECORD).write_text(
+        json.dumps({"exit_code": 4, "ended_at": "2026-01-01T00:00:00+00:00"}), encoding="utf-8"
+    )
     seen = SlurmBackend().poll(handle)
     assert (seen.status, seen.exit_code) == ("failed", 4)

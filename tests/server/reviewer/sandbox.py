@@ -144,22 +144,24 @@ class AgentSandbox:
             nib.save(nib.Nifti1Image(label, image.affine), target)  # type: ignore[attr-defined]
             pair = [case_id, f"predictions/{case_id}.nii.gz"]
             rows.append(",".join(pair if columns.startswith("case_id") else pair[::-1]))
-        self.write_text(f"{folder}/submission.csv", columns + "\n" + "\n".join(rows) + "\n")
+        self.write_text(f"{folder}/submission.csv", columns + "\n" + "\n".join(rows) + "\n", encoding="utf-8")
         return folder
 
     def write_manifest(self, per_fold: dict[int, list[str]], rel: str = "outputs/manifest.json") -> str:
-        self.path(rel).write_text(json.dumps({"folds": {str(k): v for k, v in per_fold.items()}}))
+        self.path(rel).write_text(json.dumps({"folds": {str(k): v for k, v in per_fold.items()}}), encoding="utf-8")
         return rel
 
     def honest_manifest(self, folds: list[int], rel: str = "outputs/manifest.json") -> str:
         return self.write_manifest({f: self.folds.folds[f].train_cases for f in folds}, rel)
 
-    def write_text(self, rel: str, text: str) -> str:
-        self.path(rel).write_text(text)
+    def write_text(self, rel: str, text: str, encoding: str = "utf-8") -> str:
+        self.path(rel).write_text(text, encoding=encoding)
         return rel
 
     def write_evidence(self, tag: str = "") -> dict[str, Any]:
-        logs = self.write_text(f"outputs/train{tag}.log", f"epoch 1 loss 0.42 {self.agent_id} {tag}\n")
+        logs = self.write_text(
+            f"outputs/train{tag}.log", f"epoch 1 loss 0.42 {self.agent_id} {tag}\n", encoding="utf-8"
+        )
         checkpoint = self.path(f"outputs/model{tag}.pt")
         checkpoint.write_bytes(np.random.default_rng(len(tag) + 1).bytes(256) + tag.encode())
         return {"logs": [logs], "checkpoint": str(checkpoint.relative_to(self.worktree))}
@@ -167,7 +169,7 @@ class AgentSandbox:
     def commit(self, files: dict[str, str] | None = None, message: str = "attempt") -> str:
         files = {"predict.py": PREDICT_PY, **(files or {})}
         for rel, text in files.items():
-            self.path(rel).write_text(text)
+            self.path(rel).write_text(text, encoding="utf-8")
         with git.Repo(self.worktree) as repo:
             repo.index.add(list(files))
             return str(repo.index.commit(message).hexsha)

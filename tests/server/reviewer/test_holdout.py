@@ -38,7 +38,7 @@ def holdout_services(demo_challenge: Path, tmp_path_factory: pytest.TempPathFact
 
 
 def _holdout_ids(services: Services) -> list[str]:
-    cases = json.loads((services.workspace.private_dir / "holdout.json").read_text())["cases"]
+    cases = json.loads((services.workspace.private_dir / "holdout.json").read_text(encoding="utf-8"))["cases"]
     return [c["case_id"] for c in cases]
 
 
@@ -85,7 +85,7 @@ async def test_naming_or_training_on_holdout_cases_fires_illegal_data_access(hol
     box = AgentSandbox(holdout_services.workspace, "snoop")
     held = _holdout_ids(holdout_services)
     folder = box.write_predictions(3, marked(3))
-    log = box.write_text("outputs/snoop.log", f"epoch 1\nextra case {held[0]}_0000.nii.gz\n")
+    log = box.write_text("outputs/snoop.log", f"epoch 1\nextra case {held[0]}_0000.nii.gz\n", encoding="utf-8")
     manifest = box.write_manifest({3: [*box.folds.folds[3].train_cases, held[1]]}, "outputs/greedy.json")
     payload = box.payload(box.commit(), 3, folder, artifacts={"logs": [log], "training_manifest": manifest})
     review = await _review(holdout_services, box, payload)

@@ -22,7 +22,7 @@ HANGING_GRADER = """\
 import os, time
 from pathlib import Path
 
-Path({pidfile!r}).write_text(str(os.getpid()))
+Path({pidfile!r}).write_text(str(os.getpid()), encoding="utf-8")
 time.sleep(120)
 
 
@@ -102,8 +102,8 @@ async def test_a_runaway_review_is_killed_with_its_grader_at_the_review_timeout(
     bare_services: Services, tmp_path: Path
 ) -> None:
     grader = bare_services.workspace.private_dir / "grader/grade.py"
-    original, pidfile = grader.read_text(), tmp_path / "grader.pid"
-    grader.write_text(HANGING_GRADER.format(pidfile=str(pidfile)))
+    original, pidfile = grader.read_text(encoding="utf-8"), tmp_path / "grader.pid"
+    grader.write_text(HANGING_GRADER.format(pidfile=str(pidfile)), encoding="utf-8")
     box = AgentSandbox(bare_services.workspace, "runaway")
     attempt_id = await _submitted(bare_services, "runaway", 2, 3, submission=box.write_submission("outputs/sub"))
     pool = _pool(bare_services, review_timeout_s=6.0, grader_timeout_s=300.0)
@@ -115,11 +115,11 @@ async def test_a_runaway_review_is_killed_with_its_grader_at_the_review_timeout(
         assert pool.wait(review["review_id"], 120)
     finally:
         pool.close()
-        grader.write_text(original)
+        grader.write_text(original, encoding="utf-8")
     failed = bare_services.ledger.reviews.get(review["review_id"])
     assert failed["status"] == "failed" and "timed out after 6 s" in failed["error"]
     assert bare_services.ledger.attempts.get(attempt_id)["status"] == "pending"
-    _wait_until(lambda: not _alive(int(pidfile.read_text())), 10)  # no orphaned grader
+    _wait_until(lambda: not _alive(int(pidfile.read_text(encoding="utf-8"))), 10)  # no orphaned grader
 
 
 def _alive(pid: int) -> bool:
@@ -127,4 +127,4 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"  # a zombie is dead
+    return Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").split(")")[-1].split()[0] != "Z"  # a zombie is dead

@@ -55,7 +55,7 @@ async def test_honest_attempt_is_accepted_with_verified_metrics_and_full_report(
     dice = next(m for m in review["metrics"] if m["metric"] == "dice")
     assert dice["verified"] == pytest.approx(dice["declared"], abs=1e-12) and 0.99 < dice["verified"] < 1.0
     assert (dice["n_cases"], dice["n_valid"], dice["n_nan"], dice["n_capped"]) == (8, 8, 0, 0)  # 4 cases x 2 labels
-    report = json.loads((review_services.workspace.root / review["report"]).read_text())
+    report = json.loads((review_services.workspace.root / review["report"]).read_text(encoding="utf-8"))
     assert report["verdict"] == "accepted" and len(report["checks"]) == 15
     assert report["conventions"]["hd95"]["cap_mm"] == 100.0
 
@@ -71,7 +71,7 @@ async def test_honest_model_attempt_with_a_valid_submission_is_accepted(review_s
     assert review["verdict"] == "accepted", review["failed_checks"]
     dice = next(m for m in review["metrics"] if m["metric"] == "dice")
     assert 0.3 < dice["verified"] < 0.999  # a real, imperfect model
-    report = json.loads((review_services.workspace.root / review["report"]).read_text())
+    report = json.loads((review_services.workspace.root / review["report"]).read_text(encoding="utf-8"))
     check = next(c for c in report["checks"] if c["code"] == "SUBMISSION_INVALID")
     assert check["passed"] and check["evidence"] == {"grader": "valid"}  # valid, and no test score anywhere
 
@@ -198,7 +198,7 @@ async def test_code_and_logs_touching_private_fire_illegal_data_access(review_se
     sha = box.commit({"train.py": cheat})
     folder = box.write_predictions(2, marked(10), folder="outputs/peek")
     private_label = review_services.workspace.private_dir / "labels" / "p010s0.nii.gz"
-    log = box.write_text("outputs/peek.log", f"epoch 1\nloaded {private_label}\n")
+    log = box.write_text("outputs/peek.log", f"epoch 1\nloaded {private_label}\n", encoding="utf-8")
     review = await review_of(review_services, box, box.payload(sha, 2, folder, artifacts={"logs": [log]}))
     hits = only_failure(review, "ILLEGAL_DATA_ACCESS")["hits"]
     assert {"source": "commit", "file": "train.py", "line": 2} in [

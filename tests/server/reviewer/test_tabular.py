@@ -30,7 +30,7 @@ def _classification_task(root: Path) -> Path:
     for i in range(N_CASES):
         write_nifti(root / "data/images" / f"c{i:02d}_0000.nii.gz", rng.normal(0, 1, (6, 6, 3)).astype(np.float32))
         rows.append(f"c{i:02d},{int(i % 3 == 0)}")  # one case in three is positive
-    (root / "data/labels.csv").write_text("\n".join(rows) + "\n")
+    (root / "data/labels.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
     task = {
         "id": "tiny-classification",
         "title": "Tiny classification",
@@ -43,7 +43,7 @@ def _classification_task(root: Path) -> Path:
         "submission": {"columns": ["case_id", "label"]},
         "validation": {"k_folds": 3, "seed": 0},
     }
-    (root / "task.yaml").write_text(yaml.safe_dump(task))
+    (root / "task.yaml").write_text(yaml.safe_dump(task), encoding="utf-8")
     return root / "task.yaml"
 
 
@@ -59,13 +59,13 @@ def table_services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service
 
 
 def _truth(box: AgentSandbox) -> dict[str, int]:
-    lines = (box.workspace.task_dir / "data/labels.csv").read_text().split()[1:]
+    lines = (box.workspace.task_dir / "data/labels.csv").read_text(encoding="utf-8").split()[1:]
     return {line.split(",")[0]: int(line.split(",")[1]) for line in lines}
 
 
 def _payload(box: AgentSandbox, fold: int, predict: dict[str, int], declared: float, tag: str) -> dict[str, Any]:
     rows = "\n".join(f"{case},{label}" for case, label in predict.items())
-    table = box.write_text(f"outputs/{tag}/predictions.csv", "case_id,label\n" + rows + "\n")
+    table = box.write_text(f"outputs/{tag}/predictions.csv", "case_id,label\n" + rows + "\n", encoding="utf-8")
     manifest = box.honest_manifest([fold], f"outputs/{tag}/manifest.json")
     return {
         "commit": box.commit(),

@@ -84,7 +84,10 @@ def xray_detection(root: Path) -> PlanningFacts:
             ProfileCase(case_id=f"scan{i}", image_paths=[_png(root / f"scan{i}.png", pixels.astype(np.uint8))])
         )
     coco = root / "boxes.json"
-    coco.write_text(json.dumps({"images": images, "annotations": boxes, "categories": [{"id": 1, "name": "nodule"}]}))
+    coco.write_text(
+        json.dumps({"images": images, "annotations": boxes, "categories": [{"id": 1, "name": "nodule"}]}),
+        encoding="utf-8",
+    )
     request = ProfileRequest(task_type="detection", cases=cases, boxes_json=str(coco), n_workers=1)
     return _profile(request, "X-ray")
 
@@ -112,7 +115,7 @@ def xray_classification(root: Path) -> PlanningFacts:
         pixels = rng.integers(0, 255, (32, 32), dtype=np.uint8)
         cases.append(ProfileCase(case_id=f"cxr{i}", image_paths=[_png(root / f"cxr{i}.png", pixels)]))
         rows.append(f"cxr{i},{name}")
-    (root / "labels.csv").write_text("\n".join(rows) + "\n")
+    (root / "labels.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
     table = LabelsTable(path=str(root / "labels.csv"))
     return _profile(ProfileRequest(task_type="classification", cases=cases, labels_table=table, n_workers=1), "X-ray")
 

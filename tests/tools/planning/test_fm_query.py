@@ -26,7 +26,7 @@ def _fake_hub_cache(root: Path, repo_id: str, files: dict[str, bytes]) -> Path:
     commit = hashlib.sha1(repo_id.encode()).hexdigest()
     repo_dir = root / f"models--{repo_id.replace('/', '--')}"
     (repo_dir / "refs").mkdir(parents=True)
-    (repo_dir / "refs" / "main").write_text(commit)
+    (repo_dir / "refs" / "main").write_text(commit, encoding="utf-8")
     snapshot = repo_dir / "snapshots" / commit
     snapshot.mkdir(parents=True)
     (repo_dir / "blobs").mkdir()

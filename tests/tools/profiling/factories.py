@@ -108,7 +108,7 @@ def make_detection(root: Path, n_cases: int = 4, seed: int = 0) -> tuple[list[Pr
         cases.append(ProfileCase(case_id=f"scan_{i}", image_paths=[write_png(root / name, pixels.astype(np.uint8))]))
     coco = {"images": images, "annotations": annotations, "categories": [{"id": 1, "name": "nodule"}]}
     path = root / "boxes.json"
-    path.write_text(json.dumps(coco))
+    path.write_text(json.dumps(coco), encoding="utf-8")
     return cases, str(path)
 
 
@@ -124,7 +124,7 @@ def make_classification(root: Path, counts: dict[str, int], seed: int = 0) -> tu
             cases.append(ProfileCase(case_id=case_id, image_paths=[write_png(root / f"{case_id}.png", pixels)]))
             rows.append(f"{case_id},{name}")
     table = root / "labels.csv"
-    table.write_text("\n".join(rows) + "\n")
+    table.write_text("\n".join(rows) + "\n", encoding="utf-8")
     return cases, str(table)
 
 

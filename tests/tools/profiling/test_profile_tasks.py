@@ -70,7 +70,7 @@ def test_classification_table_gives_class_counts_imbalance_and_fold_balance(tmp_
 
 def test_regression_targets_are_summarised_and_non_numbers_counted(tmp_path: Path) -> None:
     cases, table = make_classification(tmp_path, {"x": 4})
-    Path(table).write_text("case_id,label\nimg_00,1.5\nimg_01,2.5\nimg_02,3.5\nimg_03,n/a\n")
+    Path(table).write_text("case_id,label\nimg_00,1.5\nimg_01,2.5\nimg_02,3.5\nimg_03,n/a\n", encoding="utf-8")
     profile = profile_dataset(make_request("regression", cases, labels_table=LabelsTable(path=table)))
     targets = profile.supervision.target_values
     assert targets is not None and (targets.min, targets.median, targets.max) == (1.5, 2.5, 3.5)

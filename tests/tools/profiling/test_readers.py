@@ -159,7 +159,7 @@ def test_pyramidal_tiff_reports_tiles_and_levels_and_reads_a_level(tmp_path: Pat
 
 def test_labels_table_and_coco_file_are_parsed(tmp_path: Path) -> None:
     table = tmp_path / "labels.csv"
-    table.write_text("id,diagnosis\na,benign\nb,malignant\n")
+    table.write_text("id,diagnosis\na,benign\nb,malignant\n", encoding="utf-8")
     assert read_labels(LabelsTable(path=str(table), id_column="id", label_column="diagnosis")) == {
         "a": "benign",
         "b": "malignant",
@@ -168,9 +168,10 @@ def test_labels_table_and_coco_file_are_parsed(tmp_path: Path) -> None:
         read_labels(LabelsTable(path=str(table), id_column="id"))
     coco = tmp_path / "boxes.json"
     coco.write_text(
-        '{"images": [{"id": 1, "file_name": "a.png"}], "annotations": [{"image_id": 1, "bbox": [1, 2, 3, 4]}]}'
+        '{"images": [{"id": 1, "file_name": "a.png"}], "annotations": [{"image_id": 1, "bbox": [1, 2, 3, 4]}]}',
+        encoding="utf-8",
     )
     assert read_coco(str(coco)).annotations[0].bbox == (1, 2, 3, 4)
-    coco.write_text("{}")
+    coco.write_text("{}", encoding="utf-8")
     with pytest.raises(DataUnreadable, match=r"boxes\.json"):
         read_coco(str(coco))

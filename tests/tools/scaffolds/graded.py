@@ -5,13 +5,16 @@ from __future__ import annotations
 import csv
 import importlib.util
 import os
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
 
 from server.workspace import Workspace
 from tools.planning.portfolio import ScaffoldStep
+from tools.scaffolds.nnunet_steps import WORKTREE
 
 # Small CPU runs: no torch.compile, few BLAS threads.
 CPU_ENV = {"nnUNet_compile": "f", "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
@@ -35,6 +38,26 @@ def run_step(
         f"{step.name} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     )
     return done.stdout
+
+
+def replay_like_the_reviewer(step: ScaffoldStep, worktree: Path, images: list[Path], tmp: Path) -> Path:
+    """Fill the replay placeholders as the reviewer does and run the command from another folder."""
+    inputs, outputs, elsewhere = tmp / "inputs", tmp / "outputs", tmp / "checkout"
+    for folder in (inputs, outputs, elsewhere):
+        folder.mkdir(parents=True)
+    for image in images:
+        shutil.copyfile(image, inputs / image.name)
+    fill = {"{python}": sys.executable, "{input_dir}": str(inputs), "{output_dir}": str(outputs),
+            WORKTREE: str(worktree)}  # fmt: skip
+    argv = [_fill(part, fill) for part in step.command]
+    run_step(step.model_copy(update={"command": argv}), elsewhere, ["--device", "cpu"])
+    return outputs
+
+
+def _fill(part: str, fill: dict[str, str]) -> str:
+    for key, value in fill.items():
+        part = part.replace(key, value)
+    return part
 
 
 def worktree_of(workspace: Workspace, agent: str = "w1") -> Path:

@@ -15,7 +15,13 @@ from PIL import Image
 from server.context import Services, ToolContext
 from server.ledger import Identity
 from server.workspace import Workspace, init_workspace
-from tests.tools.scaffolds.graded import grade_with_task_grader, run_step, submission_rows, worktree_of
+from tests.tools.scaffolds.graded import (
+    grade_with_task_grader,
+    replay_like_the_reviewer,
+    run_step,
+    submission_rows,
+    worktree_of,
+)
 from tools.lane_plan import ensure_portfolio
 from tools.planning.facts import ChannelIntensity, PlanningFacts
 from tools.planning.steps import monai_steps
@@ -64,29 +70,34 @@ def test_enhancement_gets_l1_and_an_invertible_shared_scaling() -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-def test_monai_lane_trains_on_the_locked_fold_and_predicts_in_the_task_format(services: Services) -> None:
+def test_monai_lane_trains_on_the_locked_fold_and_predicts_in_the_task_format(
+    services: Services, tmp_path: Path
+) -> None:
     workspace = services.workspace
     ensure_portfolio(ToolContext(services=services, caller=Identity(agent_id="w1", role="agent")))
-    config = json.loads((workspace.memory_dir / "lanes" / f"{LANE}.monai_config.json").read_text())
+    config = json.loads((workspace.memory_dir / "lanes" / f"{LANE}.monai_config.json").read_text(encoding="utf-8"))
     assert config["network"] == "SegResNet" and config["intensity"] == "ct_window"
     steps = {s.name: s for s in monai_steps(LANE, sys.executable, 5)}
     worktree = worktree_of(workspace)
     cpu = ["--device", "cpu"]
     run_step(steps["train_fold_0"], worktree, ["--epochs", "1", "--iterations", "2", *cpu])
     run_step(steps["predict_fold_0"], worktree, cpu)
-    fold = json.loads((workspace.task_dir / "folds.json").read_text())["folds"][0]
+    fold = json.loads((workspace.task_dir / "folds.json").read_text(encoding="utf-8"))["folds"][0]
     for case_id in fold["val_cases"]:
         prediction = nib.load(worktree / "predictions/fold_0" / f"{case_id}.nii.gz")
         reference = nib.load(workspace.task_dir / "public/train/images" / f"{case_id}_0000.nii.gz")
         assert prediction.shape == reference.shape and np.allclose(prediction.affine, reference.affine)
         assert set(np.unique(np.asarray(prediction.dataobj))) <= {0, 1, 2}
-    manifest = json.loads((worktree / "predictions/fold_0/training_manifest.json").read_text())
+    manifest = json.loads((worktree / "predictions/fold_0/training_manifest.json").read_text(encoding="utf-8"))
     assert manifest["train_cases"] == fold["train_cases"] and manifest["fold"] == 0
-    assert len((worktree / ".amid-local/monai/fold_0/train_log.jsonl").read_text().splitlines()) == 1
+    assert len((worktree / ".amid-local/monai/fold_0/train_log.jsonl").read_text(encoding="utf-8").splitlines()) == 1
     run_step(steps["predict_test"], worktree, cpu)
     assert len(submission_rows(worktree / "submission")) == 6
     scores = grade_with_task_grader(workspace, worktree / "submission")
     assert 0.0 <= scores["dice"] <= 1.0
+    images = sorted((workspace.task_dir / "public/test/images").iterdir())[:2]
+    outputs = replay_like_the_reviewer(steps["holdout_replay"], worktree, images, tmp_path)
+    assert sorted(p.name for p in outputs.iterdir()) == sorted(i.name.replace("_0000", "") for i in images)
 
 
 def _png_enhancement_task(root: Path) -> Workspace:
@@ -99,7 +110,9 @@ def _png_enhancement_task(root: Path) -> Workspace:
         for folder, array in (("low", noisy), ("full", clean)):
             (root / folder).mkdir(parents=True, exist_ok=True)
             Image.fromarray(array.astype(np.uint8)).save(root / folder / f"img{i}.png")
-    (root / "groups.csv").write_text("case_id,site\n" + "".join(f"img{i},s{i % 3}\n" for i in range(6)))
+    (root / "groups.csv").write_text(
+        "case_id,site\n" + "".join(f"img{i},s{i % 3}\n" for i in range(6)), encoding="utf-8"
+    )
     task = {
         "id": "tiny-denoise", "title": "Tiny denoising", "modality": "ultrasound", "task_type": "enhancement",
         "layout": {"train_images": "low", "train_labels": "full", "file_ending": ".png", "groups_table": "groups.csv",
@@ -109,7 +122,7 @@ def _png_enhancement_task(root: Path) -> Workspace:
         "submission": {"columns": ["case_id", "prediction_path"], "file_column": "prediction_path"},
         "validation": {"k_folds": 3, "seed": 0},
     }  # fmt: skip
-    (root / "task.yaml").write_text(yaml.safe_dump(task))
+    (root / "task.yaml").write_text(yaml.safe_dump(task), encoding="utf-8")
     return init_workspace(import_task(root / "task.yaml"), root.parent / "ws")
 
 

@@ -13,9 +13,9 @@ import pytest
 from server.errors import DataUnreadable
 from server.workspace import Workspace, init_workspace
 from tests.factories import native_task_dict, write_nifti
-from tools.scaffolds.nnunet import commands
 from tools.scaffolds.nnunet_back import predictions_to_task
 from tools.scaffolds.nnunet_dataset import NnunetLayout, contiguous_label_map, convert_task, write_splits
+from tools.scaffolds.nnunet_steps import commands
 from tools.scaffolds.taskdata import TaskData
 from tools.task.importers import import_task
 
@@ -37,13 +37,15 @@ def _native_task(root: Path, label_value: int = 255, bad_affine_case: int | None
             affine[0, 3] = 5.0
         root.joinpath("data/labels").mkdir(parents=True, exist_ok=True)
         nib.save(nib.Nifti1Image(label, affine), root / "data/labels" / f"c{i:02d}.nii.gz")
-    (root / "data/groups.csv").write_text("case_id,site\n" + "".join(f"c{i:02d},site{i % 3}\n" for i in range(9)))
+    (root / "data/groups.csv").write_text(
+        "case_id,site\n" + "".join(f"c{i:02d},site{i % 3}\n" for i in range(9)), encoding="utf-8"
+    )
     data = native_task_dict()
     data["layout"]["label_values"] = {0: "background", label_value: "lesion"}
     data["prediction"]["label_values"] = [0, label_value]
     import yaml
 
-    (root / "task.yaml").write_text(yaml.safe_dump(data))
+    (root / "task.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
     return init_workspace(import_task(root / "task.yaml"), root.parent / f"{root.name}-ws")
 
 
@@ -53,8 +55,8 @@ def test_the_demo_converts_to_a_raw_dataset_with_locked_patient_grouped_splits(
     task = TaskData.open(workspace.task_dir)
     layout = _layout(tmp_path, task)
     conversion = convert_task(task, layout)
-    splits = json.loads(write_splits(task, layout).read_text())
-    spec = json.loads((layout.raw / "dataset.json").read_text())
+    splits = json.loads(write_splits(task, layout).read_text(encoding="utf-8"))
+    spec = json.loads((layout.raw / "dataset.json").read_text(encoding="utf-8"))
     assert spec["channel_names"] == {"0": "CT"} and spec["labels"] == {"background": 0, "liver": 1, "lesion": 2}
     assert spec["numTraining"] == 20 and spec["file_ending"] == ".nii.gz"
     assert sorted(p.name for p in (layout.raw / "imagesTr").iterdir())[0] == "p000s0_0000.nii.gz"
@@ -72,7 +74,10 @@ def test_non_contiguous_labels_are_remapped_and_mapped_back_exactly(tmp_path: Pa
     conversion = convert_task(task, layout)
     write_splits(task, layout)
     assert conversion.label_map == {0: 0, 255: 1} and conversion.relabelled_cases == 9
-    assert json.loads((layout.raw / "dataset.json").read_text())["labels"] == {"background": 0, "lesion": 1}
+    assert json.loads((layout.raw / "dataset.json").read_text(encoding="utf-8"))["labels"] == {
+        "background": 0,
+        "lesion": 1,
+    }
     nnunet_label = np.asarray(nib.load(layout.raw / "labelsTr" / "c00.nii.gz").dataobj)
     assert set(np.unique(nnunet_label)) == {0, 1}
     predictions = tmp_path / "fake_predictions"  # nnU-Net-valued masks, as nnU-Net writes them
@@ -84,7 +89,7 @@ def test_non_contiguous_labels_are_remapped_and_mapped_back_exactly(tmp_path: Pa
         original = nib.load(workspace.task_dir / "data/labels" / f"{case_id}.nii.gz")
         assert np.array_equal(np.asarray(restored.dataobj), np.asarray(original.dataobj))
         assert np.allclose(restored.affine, original.affine) and restored.get_data_dtype() == np.uint8
-    manifest = json.loads(Path(str(result["manifest"])).read_text())
+    manifest = json.loads(Path(str(result["manifest"])).read_text(encoding="utf-8"))
     assert manifest["train_cases"] == sorted(train_cases) and manifest["val_cases"] == sorted(val_cases)
 
 
@@ -123,7 +128,9 @@ def test_the_commands_name_every_nnunet_step_per_fold() -> None:
     steps = commands("/venv/bin/python", "demo-liver-lesion-ct", "3d_fullres", 5)
     names = [s.name for s in steps]
     assert names[:3] == ["convert", "plan_and_preprocess", "smoke_train_fold_0"]
-    assert names[-2:] == ["predict_test", "to_task_test"]
+    assert names[-3:] == ["predict_test", "to_task_test", "holdout_replay"]
+    replay = steps[-1].command
+    assert replay[0] == "{python}" and replay[-4:] == ["--input-dir", "{input_dir}", "--output-dir", "{output_dir}"]
     assert [n for n in names if n.startswith("train_fold_")] == [f"train_fold_{f}" for f in range(5)]
     train = next(s for s in steps if s.name == "train_fold_3")
     assert train.command == ["/venv/bin/nnUNetv2_train", "501", "3d_fullres", "3", "--npz"] and train.gpus == 1

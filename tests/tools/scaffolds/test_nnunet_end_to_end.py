@@ -4,28 +4,36 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import nibabel as nib
 import numpy as np
 import pytest
 
 from server.workspace import Workspace
-from tests.tools.scaffolds.graded import NO_DA_WORKERS, grade_with_task_grader, run_step, submission_rows, worktree_of
-from tools.scaffolds.nnunet import commands
+from tests.tools.scaffolds.graded import (
+    NO_DA_WORKERS,
+    grade_with_task_grader,
+    replay_like_the_reviewer,
+    run_step,
+    submission_rows,
+    worktree_of,
+)
+from tools.scaffolds.nnunet_steps import commands
 from tools.task.folds import LockedFolds
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
-def test_nnunet_lane_converts_plans_trains_predicts_and_converts_back(workspace: Workspace) -> None:
+def test_nnunet_lane_converts_plans_trains_predicts_and_converts_back(workspace: Workspace, tmp_path: Path) -> None:
     worktree = worktree_of(workspace)
     steps = {s.name: s for s in commands(sys.executable, "demo-liver-lesion-ct", "3d_fullres", 5, cpus=2)}
     run_step(steps["convert"], worktree)
     run_step(steps["plan_and_preprocess"], worktree)  # the real nnUNetv2_plan_and_preprocess, integrity checked
     preprocessed = worktree / ".amid-local/nnunet/preprocessed/Dataset501_DemoLiverLesionCt"
     assert (preprocessed / "nnUNetPlans.json").is_file()
-    locked = LockedFolds.model_validate_json((workspace.task_dir / "folds.json").read_text())
-    splits = json.loads((preprocessed / "splits_final.json").read_text())  # survived preprocessing
+    locked = LockedFolds.model_validate_json((workspace.task_dir / "folds.json").read_text(encoding="utf-8"))
+    splits = json.loads((preprocessed / "splits_final.json").read_text(encoding="utf-8"))  # survived preprocessing
     assert [sorted(s["val"]) for s in splits] == [f.val_cases for f in locked.folds]
 
     run_step(steps["smoke_train_fold_0"], worktree, ["--device", "cpu", "--iterations", "2"], NO_DA_WORKERS)
@@ -36,7 +44,7 @@ def test_nnunet_lane_converts_plans_trains_predicts_and_converts_back(workspace:
         reference = nib.load(workspace.task_dir / "public/train/images" / f"{case_id}_0000.nii.gz")
         assert prediction.shape == reference.shape and np.allclose(prediction.affine, reference.affine)
         assert set(np.unique(np.asarray(prediction.dataobj))) <= {0, 1, 2}
-    manifest = json.loads((fold_dir / "training_manifest.json").read_text())
+    manifest = json.loads((fold_dir / "training_manifest.json").read_text(encoding="utf-8"))
     assert manifest["train_cases"] == locked.folds[0].train_cases
 
     predict = steps["predict_test"]
@@ -49,3 +57,13 @@ def test_nnunet_lane_converts_plans_trains_predicts_and_converts_back(workspace:
     )
     scores = grade_with_task_grader(workspace, submission)  # the challenge's grader accepts it
     assert 0.0 <= scores["dice"] <= 1.0 and scores["hd95"] >= 0.0
+
+    replay = steps["holdout_replay"]  # only fold 0 was trained here
+    command = replay.command
+    only_0 = [*command[: command.index("--folds")], "--folds", "0", *command[command.index("--input-dir") :]]
+    replay = replay.model_copy(update={"command": only_0})
+    images = sorted((workspace.task_dir / "public/test/images").iterdir())[:2]
+    outputs = replay_like_the_reviewer(replay, worktree, images, tmp_path)
+    for image in images:
+        output = nib.load(outputs / image.name.replace("_0000", ""))
+        assert output.shape == nib.load(image).shape and np.allclose(output.affine, nib.load(image).affine)

@@ -37,7 +37,7 @@ def _challenge_copy(demo_challenge: Path, tmp_path: Path) -> Path:
 
 def test_challenge_without_metric_directions_is_refused_naming_the_file(demo_challenge: Path, tmp_path: Path) -> None:
     folder = _challenge_copy(demo_challenge, tmp_path)
-    (folder / "metric_config.json").write_text(json.dumps({"metrics": ["dice"]}))
+    (folder / "metric_config.json").write_text(json.dumps({"metrics": ["dice"]}), encoding="utf-8")
     with pytest.raises(InvalidInput, match=r"metric_config.json: field metric_directions is missing"):
         import_task(folder)
     (folder / "metric_config.json").unlink()
@@ -47,16 +47,16 @@ def test_challenge_without_metric_directions_is_refused_naming_the_file(demo_cha
 
 def test_challenge_with_a_wrong_direction_names_the_metric(demo_challenge: Path, tmp_path: Path) -> None:
     folder = _challenge_copy(demo_challenge, tmp_path)
-    (folder / "metric_config.json").write_text(json.dumps({"metric_directions": {"dice": "up"}}))
+    (folder / "metric_config.json").write_text(json.dumps({"metric_directions": {"dice": "up"}}), encoding="utf-8")
     with pytest.raises(InvalidInput, match=r"metric_directions.dice is 'up'"):
         import_task(folder)
 
 
 def test_challenge_without_layout_is_detected_from_public_folders(demo_challenge: Path, tmp_path: Path) -> None:
     folder = _challenge_copy(demo_challenge, tmp_path)
-    config = yaml.safe_load((folder / "config.yaml").read_text())
+    config = yaml.safe_load((folder / "config.yaml").read_text(encoding="utf-8"))
     del config["metadata"]["layout"]
-    (folder / "config.yaml").write_text(yaml.safe_dump(config))
+    (folder / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     layout = import_task(folder).contract.layout
     assert (layout.train_images, layout.train_labels) == ("public/train/images", "public/train/labels")
     assert layout.test_images == "public/test/images"
@@ -75,9 +75,9 @@ def test_nnunet_raw_dataset_imports_channels_labels_and_modality(tmp_path: Path)
 
 def test_nnunet_dataset_json_without_file_ending_is_refused(tmp_path: Path) -> None:
     folder = make_nnunet_dataset(tmp_path)
-    spec = json.loads((folder / "dataset.json").read_text())
+    spec = json.loads((folder / "dataset.json").read_text(encoding="utf-8"))
     del spec["file_ending"]
-    (folder / "dataset.json").write_text(json.dumps(spec))
+    (folder / "dataset.json").write_text(json.dumps(spec), encoding="utf-8")
     with pytest.raises(InvalidInput, match=r"dataset\.json: field file_ending is missing"):
         import_task(folder)
 
@@ -102,7 +102,7 @@ def test_malformed_task_yaml_names_the_file_and_fields(tmp_path: Path) -> None:
     message = str(excinfo.value)
     assert message.startswith("task.yaml:")
     assert "field modality" in message
-    path.write_text("id: [unclosed")
+    path.write_text("id: [unclosed", encoding="utf-8")
     with pytest.raises(InvalidInput, match=r"task\.yaml: not valid YAML"):
         import_task(path)
 
