@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from server.connect import ensure_worktree
 from server.errors import JobFailed
 from server.local_client import call as admin_call
 from server.mcp_client import call, connect
@@ -65,24 +67,20 @@ def stop_server(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
-async def _script(url: str, worker_token: str, supervisor_token: str) -> dict[str, Any]:
-    steps: dict[str, Any] = {}
+async def _script(workspace: Workspace, url: str, worker_token: str, supervisor_token: str) -> dict[str, Any]:
+    from server.demo_worker import run_worker
+
     async with connect(url, worker_token) as worker, connect(url, supervisor_token) as supervisor:
-        task = await call(worker, "get_task")
-        steps["get_task"] = (
-            f"{task['task_id']}: {task['task_type']} on {task['modality']}, "
-            f"{task['k_folds']} folds, primary {task['primary_metric']}"
-        )
+        steps = await run_worker(worker, workspace, "worker-1")
+        prompt = f"Your attempt was {steps['verdict']}: write a reflection note, then try a learned model."
         beat = await call(
-            supervisor,
-            "send_heartbeat",
-            {"agent_id": "worker-1", "kind": "reflection", "prompt": "Read the data profile before training."},
+            supervisor, "send_heartbeat", {"agent_id": "worker-1", "kind": "reflection", "prompt": prompt}
         )
-        steps["send_heartbeat"] = f"heartbeat {beat['heartbeat_id']} queued for worker-1"
+        steps["send_heartbeat"] = f"reflection heartbeat {beat['heartbeat_id']} queued for worker-1"
         again = await call(worker, "get_task", {"include_case_ids": False})
-        steps["inbox"] = "; ".join(again["inbox"]) or "(empty)"
+        steps["worker inbox"] = "; ".join(again["inbox"]) or "(empty)"
         snapshot = await call(supervisor, "run_snapshot", {"recent_events": 5})
-        steps["run_snapshot"] = ", ".join(f"{a['agent_id']}={a['n_tool_calls']} calls" for a in snapshot["agents"])
+        steps["run_snapshot"] = f"attempts {snapshot['attempts_by_status']}, lanes {snapshot['lanes_by_status']}"
     return steps
 
 
@@ -98,13 +96,14 @@ def run_demo(root: Path | None = None) -> Workspace:
         console.print(f"server listening at {url}")
         worker = admin_call(workspace, "token_create", {"name": "worker-1", "role": "agent"})["token"]
         supervisor = admin_call(workspace, "token_create", {"name": "manager", "role": "supervisor"})["token"]
-        steps = asyncio.run(_script(url, worker, supervisor))
+        ensure_worktree(workspace, "worker-1")
+        steps = asyncio.run(_script(workspace, url, worker, supervisor))
         status = admin_call(workspace, "status", {})
     finally:
         stop_server(process)
     table = Table("step", "result", title="scripted run over MCP/HTTP")
     for step, result in steps.items():
-        table.add_row(step, str(result))
+        table.add_row(step, escape(str(result)))
     console.print(table)
     console.print(f"ledger: {status['events']} events, agents {[a['agent_id'] for a in status['agents']]}")
     console.print(f'inspect it: amid sql "SELECT * FROM v_agent_activity" -w {workspace.root}')
