@@ -121,8 +121,8 @@ def _own_scores(workspace: Workspace, folder: Path, cases: list[str]) -> dict[st
     plan, labels = plan_metrics(contract), foreground_labels(contract)
     values: dict[str, list[float]] = {}
     for case in cases:
-        reference = nib.load(workspace.task_dir / f"public/train/labels/{case}.nii.gz")
-        predicted = np.asarray(nib.load(folder / f"{case}.nii.gz").dataobj)
+        reference: Any = nib.load(workspace.task_dir / f"public/train/labels/{case}.nii.gz")
+        predicted = np.asarray(nib.load(folder / f"{case}.nii.gz").dataobj)  # type: ignore[attr-defined]
         spacing = reference.header.get_zooms()[:3]
         for name, items in case_values(plan, predicted, np.asarray(reference.dataobj), spacing, labels).items():
             values.setdefault(name, []).extend(items)
