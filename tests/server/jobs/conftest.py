@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -9,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from server.errors import Conflict
 from server.jobs.gpu import GpuInventory, StaticInventory
 from server.jobs.local import LocalBackend
 from server.jobs.scheduler import JobScheduler
@@ -43,6 +45,7 @@ def make_scheduler(tmp_path: Path) -> Iterator[SchedulerFactory]:
     for scheduler in made:
         for state in scheduler.list():
             if not state.is_terminal:
-                scheduler.cancel(state.job_id)
+                with contextlib.suppress(Conflict):  # it may end between list() and cancel()
+                    scheduler.cancel(state.job_id)
                 scheduler.wait(state.job_id, 15)
         scheduler.close()
