@@ -10,6 +10,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
+from tools.task.contract import TaskType  # one vocabulary of task types
+
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=80)]
 Url = Annotated[str, StringConstraints(pattern=r"^https?://\S+$")]
 HubId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")]
@@ -72,15 +74,6 @@ Predicate = Literal[
     "multi_channel",
     "large_images",
     "instances",
-]
-TaskType = Literal[
-    "segmentation",
-    "instance_segmentation",
-    "detection",
-    "classification",
-    "regression",
-    "enhancement",
-    "graph_classification",
 ]
 LaneFamily = Literal[
     "baseline",

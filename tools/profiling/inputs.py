@@ -13,16 +13,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from server.errors import invalid
+from tools.task.contract import TaskType
 
-TaskType = Literal[
-    "segmentation",
-    "instance_segmentation",
-    "detection",
-    "classification",
-    "regression",
-    "enhancement",
-    "graph_classification",
-]
 Split = Literal["train", "test"]
 
 
