@@ -3,24 +3,18 @@
 from __future__ import annotations
 
 import pytest
-from mcp import Client
 
-from server.app import build_app, tool_specs
+from server.app import tool_specs
 from server.context import Services
-from server.ledger import Identity
+from tests.clients import local_client
 
 MODES = ["legacy", "auto"]
-
-
-def _app(services: Services, agent_id: str = "solo", role: str = "agent"):  # type: ignore[no-untyped-def]
-    services.ledger.identities.create_token(agent_id, role)  # type: ignore[arg-type]
-    return build_app(services, local_identity=Identity(agent_id=agent_id, role=role), with_auth=False).mcp  # type: ignore[arg-type]
 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
 async def test_get_task_returns_contract_folds_and_rules(services: Services, mode: str) -> None:
-    async with Client(_app(services), mode=mode) as client:  # type: ignore[arg-type]
+    async with local_client(services, "solo", mode=mode) as client:  # type: ignore[arg-type]
         result = await client.call_tool("get_task", {})
     assert not result.is_error
     task = result.structured_content
@@ -36,7 +30,7 @@ async def test_get_task_returns_contract_folds_and_rules(services: Services, mod
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
 async def test_tool_list_is_fixed_annotated_and_structured(services: Services, mode: str) -> None:
-    async with Client(_app(services), mode=mode) as client:  # type: ignore[arg-type]
+    async with local_client(services, "solo", mode=mode) as client:  # type: ignore[arg-type]
         listed = (await client.list_tools()).tools
     assert [t.name for t in listed] == [s.name for s in tool_specs()]
     for tool, spec in zip(listed, tool_specs(), strict=True):
@@ -47,7 +41,7 @@ async def test_tool_list_is_fixed_annotated_and_structured(services: Services, m
 
 @pytest.mark.anyio
 async def test_bad_input_names_the_field(services: Services) -> None:
-    async with Client(_app(services, "boss", "supervisor"), mode="legacy") as client:  # type: ignore[arg-type]
+    async with local_client(services, "boss", "supervisor") as client:  # type: ignore[arg-type]
         result = await client.call_tool("send_heartbeat", {"agent_id": "nobody", "kind": "reflection", "prompt": "x"})
         assert result.is_error
         assert "NOT_FOUND: agent_id: no agent 'nobody'" in result.content[0].text  # type: ignore[union-attr]
@@ -58,7 +52,7 @@ async def test_bad_input_names_the_field(services: Services) -> None:
 
 @pytest.mark.anyio
 async def test_role_is_enforced_for_local_agents_too(services: Services) -> None:
-    async with Client(_app(services), mode="legacy") as client:  # type: ignore[arg-type]
+    async with local_client(services, "solo") as client:  # type: ignore[arg-type]
         result = await client.call_tool("run_snapshot", {})
     assert result.is_error
     assert "FORBIDDEN: run_snapshot needs role human, supervisor" in result.content[0].text  # type: ignore[union-attr]

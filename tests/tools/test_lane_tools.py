@@ -5,16 +5,14 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from mcp import Client
 
-from server.app import build_app
 from server.context import Services, ToolContext
 from server.ledger import Identity, Ledger
 from server.settings import Settings
 from server.workspace import Workspace
+from tests.clients import error, local_client, ok
 from tools.lane_plan import ensure_portfolio
 
 
@@ -43,29 +41,10 @@ def planned(planned_root: Path, tmp_path: Path) -> Iterator[Services]:
     ledger.close()
 
 
-def _client(services: Services, agent_id: str, role: str = "agent") -> Client:
-    services.ledger.identities.create_token(agent_id, role)  # type: ignore[arg-type]
-    app = build_app(services, local_identity=Identity(agent_id=agent_id, role=role), with_auth=False)  # type: ignore[arg-type]
-    return Client(app.mcp, mode="legacy")
-
-
-async def _call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
-
-
-async def _error(client: Client, tool: str, arguments: dict[str, Any]) -> str:
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error
-    return str(result.content[0].text)  # type: ignore[union-attr]
-
-
 @pytest.mark.anyio
 async def test_list_lanes_shows_the_planned_portfolio_and_the_ideas_left_out(planned: Services) -> None:
-    async with _client(planned, "w1") as client:
-        listed = await _call(client, "list_lanes", {"include_excluded": True})
+    async with local_client(planned, "w1") as client:
+        listed = await ok(client, "list_lanes", {"include_excluded": True})
     lanes = {lane["lane_id"]: lane for lane in listed["lanes"]}
     assert listed["lanes"][0]["lane_id"] == "calibration-trivial"
     assert lanes["nnunet-3d-fullres"]["tier"] == "primary" and lanes["nnunet-3d-fullres"]["status"] == "open"
@@ -80,10 +59,10 @@ async def test_list_lanes_shows_the_planned_portfolio_and_the_ideas_left_out(pla
 
 @pytest.mark.anyio
 async def test_claim_returns_the_lane_file_and_a_second_agent_is_refused(planned: Services) -> None:
-    async with _client(planned, "w1") as first, _client(planned, "w2") as second:
-        claimed = await _call(first, "claim_lane", {"lane_id": "nnunet-3d-fullres"})
-        refused = await _error(second, "claim_lane", {"lane_id": "nnunet-3d-fullres"})
-        listed = await _call(second, "list_lanes", {})
+    async with local_client(planned, "w1") as first, local_client(planned, "w2") as second:
+        claimed = await ok(first, "claim_lane", {"lane_id": "nnunet-3d-fullres"})
+        refused = await error(second, "claim_lane", {"lane_id": "nnunet-3d-fullres"})
+        listed = await ok(second, "list_lanes", {})
     assert claimed["lane_id"] == "nnunet-3d-fullres" and claimed["released"] == []
     assert "nnUNetv2_plan_and_preprocess -d 501 -c 3d_fullres" in claimed["lane_file"]
     assert "## Validation obligations" in claimed["lane_file"]
@@ -99,11 +78,11 @@ async def test_claiming_shows_what_others_tried_and_release_hands_the_lane_on(pl
         "INSERT INTO notes (agent_id, kind, lane_id, title, body, created_at) "
         "VALUES ('w1', 'reflection', 'nnunet-3d-fullres', 'patch too small for lesions', 'b', now())"
     )
-    async with _client(planned, "w1") as first, _client(planned, "w2") as second:
-        await _call(first, "claim_lane", {"lane_id": "nnunet-3d-fullres"})
-        released = await _call(first, "release_lane", {"lane_id": "nnunet-3d-fullres"})
-        not_held = await _error(first, "release_lane", {"lane_id": "nnunet-3d-fullres"})
-        claimed = await _call(second, "claim_lane", {"lane_id": "nnunet-3d-fullres"})
+    async with local_client(planned, "w1") as first, local_client(planned, "w2") as second:
+        await ok(first, "claim_lane", {"lane_id": "nnunet-3d-fullres"})
+        released = await ok(first, "release_lane", {"lane_id": "nnunet-3d-fullres"})
+        not_held = await error(first, "release_lane", {"lane_id": "nnunet-3d-fullres"})
+        claimed = await ok(second, "claim_lane", {"lane_id": "nnunet-3d-fullres"})
     assert released["status"] == "open"
     assert not_held.endswith("CONFLICT: lane_id: you hold no claim on lane 'nnunet-3d-fullres'")
     assert any("note" in line and "patch too small for lesions" in line for line in claimed["tried"])
@@ -119,10 +98,10 @@ async def test_propose_lane_adds_a_downranked_lane_with_a_complete_file(planned:
         "predicates": ["dims_3d", "small_structures"],
         "base_template": "nnunet-3d-fullres",
     }
-    async with _client(planned, "w3") as client:
-        proposed = await _call(client, "propose_lane", proposal)
-        listed = await _call(client, "list_lanes", {})
-        bad = await _error(client, "propose_lane", {**proposal, "predicates": ["shiny"]})
+    async with local_client(planned, "w3") as client:
+        proposed = await ok(client, "propose_lane", proposal)
+        listed = await ok(client, "list_lanes", {})
+        bad = await error(client, "propose_lane", {**proposal, "predicates": ["shiny"]})
     assert proposed["lane_id"] == "agent-lesion-cascade-on-the-liver-crop" and proposed["tier"] == "fallback"
     assert any("small_structures=false" in note for note in proposed["notes"])
     text = (planned.workspace.root / proposed["lane_file"]).read_text(encoding="utf-8")
@@ -135,10 +114,10 @@ async def test_propose_lane_adds_a_downranked_lane_with_a_complete_file(planned:
 
 @pytest.mark.anyio
 async def test_unknown_lane_and_human_claims_are_refused(planned: Services) -> None:
-    async with _client(planned, "w1") as agent, _client(planned, "hugo", "human") as human:
-        missing = await _error(agent, "claim_lane", {"lane_id": "nope"})
-        forbidden = await _error(human, "claim_lane", {"lane_id": "calibration-trivial"})
-        listed = await _call(human, "list_lanes", {})
+    async with local_client(planned, "w1") as agent, local_client(planned, "hugo", "human") as human:
+        missing = await error(agent, "claim_lane", {"lane_id": "nope"})
+        forbidden = await error(human, "claim_lane", {"lane_id": "calibration-trivial"})
+        listed = await ok(human, "list_lanes", {})
     assert missing.endswith("NOT_FOUND: lane_id: no lane 'nope'; see list_lanes")
     assert "FORBIDDEN: claim_lane needs role agent, supervisor" in forbidden
     assert listed["lanes"]
@@ -146,10 +125,10 @@ async def test_unknown_lane_and_human_claims_are_refused(planned: Services) -> N
 
 @pytest.mark.anyio
 async def test_query_fm_registry_ranks_models_and_reports_availability(planned: Services) -> None:
-    async with _client(planned, "w1") as client:
-        hits = (await _call(client, "query_fm_registry", {"keywords": "chest x-ray encoder", "limit": 3}))["hits"]
-        filtered = (await _call(client, "query_fm_registry", {"modality": "pathology", "access": "gated"}))["hits"]
-        bad = await _error(client, "query_fm_registry", {"modality": "Xray"})
+    async with local_client(planned, "w1") as client:
+        hits = (await ok(client, "query_fm_registry", {"keywords": "chest x-ray encoder", "limit": 3}))["hits"]
+        filtered = (await ok(client, "query_fm_registry", {"modality": "pathology", "access": "gated"}))["hits"]
+        bad = await error(client, "query_fm_registry", {"modality": "Xray"})
     assert hits[0]["id"] == "rad-dino" and hits[0]["why"][-1].startswith("keywords: ")
     assert hits[0]["availability"] in {"obtainable", "cached"} and "source: https://" in hits[0]["card"]
     assert filtered and all(h["availability"] in {"gated", "cached"} for h in filtered)

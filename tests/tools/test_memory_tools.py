@@ -2,38 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from mcp import Client
 
-from server.app import build_app
 from server.context import Services
-from server.ledger import Identity
-
-
-def _client(services: Services, agent_id: str) -> Client:
-    if services.ledger.identities.role_of(agent_id) is None:
-        services.ledger.identities.create_token(agent_id, "agent")
-    app = build_app(services, local_identity=Identity(agent_id=agent_id, role="agent"), with_auth=False)
-    return Client(app.mcp, mode="legacy")
-
-
-async def _ok(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(tool, args)
-    assert not result.is_error, result.content
-    return dict(result.structured_content or {})
+from tests.clients import local_client, ok
 
 
 @pytest.mark.anyio
 async def test_notes_are_shared_paged_and_rendered_to_memory(services: Services) -> None:
-    async with _client(services, "ann") as ann:
+    async with local_client(services, "ann") as ann:
         for i in range(3):
-            await _ok(ann, "post_note", {"kind": "observation", "title": f"finding {i}", "body": "CT noise differs"})
-    async with _client(services, "ben") as ben:
-        page = await _ok(ben, "read_notes", {"limit": 2})
+            await ok(ann, "post_note", {"kind": "observation", "title": f"finding {i}", "body": "CT noise differs"})
+    async with local_client(services, "ben") as ben:
+        page = await ok(ben, "read_notes", {"limit": 2})
         assert [n["title"] for n in page["notes"]] == ["finding 2", "finding 1"]
-        rest = await _ok(ben, "read_notes", {"limit": 2, "before_id": page["next_before_id"]})
+        rest = await ok(ben, "read_notes", {"limit": 2, "before_id": page["next_before_id"]})
         assert [n["title"] for n in rest["notes"]] == ["finding 0"] and rest["next_before_id"] is None
     files = sorted(p.name for p in (services.workspace.memory_dir / "notes").iterdir())
     assert files[0].startswith("00001-finding-0")
@@ -41,11 +24,11 @@ async def test_notes_are_shared_paged_and_rendered_to_memory(services: Services)
 
 @pytest.mark.anyio
 async def test_a_focus_note_must_name_its_evidence_budget_and_exit(services: Services) -> None:
-    async with _client(services, "ann") as ann:
+    async with local_client(services, "ann") as ann:
         result = await ann.call_tool("post_note", {"kind": "focus", "title": "tune lr", "body": "plan", "focus": "lr"})
         assert result.is_error
         assert "evidence, remaining_budget, abandon_condition" in result.content[0].text  # type: ignore[union-attr]
-        done = await _ok(ann, "post_note", {
+        done = await ok(ann, "post_note", {
             "kind": "focus", "title": "tune lr", "body": "plan", "focus": "lr sweep", "evidence": "fold0 0.81",
             "remaining_budget": "2 GPU h", "abandon_condition": "no gain > 0.005 after 3 runs"})  # fmt: skip
     text = (services.workspace.root / done["path"]).read_text(encoding="utf-8")
@@ -55,20 +38,20 @@ async def test_a_focus_note_must_name_its_evidence_budget_and_exit(services: Ser
 
 @pytest.mark.anyio
 async def test_skills_are_seeded_listed_saved_and_protected_from_other_authors(services: Services) -> None:
-    async with _client(services, "ann") as ann:
-        names = [s["name"] for s in (await _ok(ann, "list_skills", {}))["skills"]]
+    async with local_client(services, "ann") as ann:
+        names = [s["name"] for s in (await ok(ann, "list_skills", {}))["skills"]]
         assert "amid-loop" in names
-        loop = await _ok(ann, "get_skill", {"name": "amid-loop"})
+        loop = await ok(ann, "get_skill", {"name": "amid-loop"})
         assert "submit_attempt" in loop["text"]
-        saved = await _ok(ann, "save_skill", {"name": "nifti-geometry", "description": "Read before writing NIfTI.",
+        saved = await ok(ann, "save_skill", {"name": "nifti-geometry", "description": "Read before writing NIfTI.",
                                               "body": "Copy the reference affine and header zooms."})  # fmt: skip
         assert saved["path"] == "memory/skills/nifti-geometry/SKILL.md"
-    async with _client(services, "ben") as ben:
+    async with local_client(services, "ben") as ben:
         denied = await ben.call_tool("save_skill", {"name": "nifti-geometry", "description": "mine now, really",
                                                     "body": "overwrite attempt of the procedure"})  # fmt: skip
         assert denied.is_error and "is not yours" in denied.content[0].text  # type: ignore[union-attr]
         denied = await ben.call_tool("save_skill", {"name": "amid-loop", "description": "replace the loop skill",
                                                     "body": "overwrite attempt of the procedure"})  # fmt: skip
         assert denied.is_error
-        listed = {s["name"]: s["author"] for s in (await _ok(ben, "list_skills", {}))["skills"]}
+        listed = {s["name"]: s["author"] for s in (await ok(ben, "list_skills", {}))["skills"]}
     assert listed["nifti-geometry"] == "ann" and listed["amid-loop"] == "amid"

@@ -5,22 +5,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from mcp import Client
 
-from server.app import build_app
 from server.context import Services
-from server.ledger import Identity
-
-
-def _client(services: Services) -> Client:
-    services.ledger.identities.create_token("ann", "agent")
-    app = build_app(services, local_identity=Identity(agent_id="ann", role="agent"), with_auth=False)
-    return Client(app.mcp, mode="legacy")
+from tests.clients import local_client
 
 
 @pytest.mark.anyio
 async def test_profile_reports_geometry_predicates_and_writes_the_full_report(services: Services) -> None:
-    async with _client(services) as client:
+    async with local_client(services, "ann") as client:
         first = await client.call_tool("profile_data", {"wait_s": 50})
         assert not first.is_error, first.content
         result = first.structured_content or {}
@@ -38,7 +30,7 @@ async def test_profile_reports_geometry_predicates_and_writes_the_full_report(se
 
 @pytest.mark.anyio
 async def test_a_refresh_that_outlasts_the_wait_returns_running_then_ready(services: Services) -> None:
-    async with _client(services) as client:
+    async with local_client(services, "ann") as client:
         started = (await client.call_tool("profile_data", {"refresh": True, "wait_s": 0})).structured_content or {}
         assert started["status"] == "running" and "call profile_data again" in started["message"]
         finished = (await client.call_tool("profile_data", {"wait_s": 50})).structured_content or {}

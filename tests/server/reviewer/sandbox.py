@@ -19,12 +19,10 @@ import numpy as np
 from mcp import Client
 from scipy import ndimage
 
-from server.app import build_app
 from server.connect import ensure_worktree
-from server.context import Services
-from server.ledger import Identity
 from server.reviewer.scoring import case_values, foreground_labels, mean_value, plan_metrics, summarize_all
 from server.workspace import Workspace
+from tests.clients import error, local_client, ok
 from tools.task.cases import Case, discover_cases
 
 Transform = Callable[[str, np.ndarray], np.ndarray]
@@ -205,27 +203,6 @@ class AgentSandbox:
         }
 
 
-def client_for(services: Services, agent_id: str, role: str = "agent") -> Client:
-    if services.ledger.identities.role_of(agent_id) is None:
-        services.ledger.identities.create_token(agent_id, role)  # type: ignore[arg-type]
-    app = build_app(services, local_identity=Identity(agent_id=agent_id, role=role), with_auth=False)  # type: ignore[arg-type]
-    return Client(app.mcp, mode="legacy")
-
-
-async def call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(tool, arguments)
-    if result.is_error:
-        raise AssertionError(f"{tool} failed: {result.content[0].text}")  # type: ignore[union-attr]
-    assert result.structured_content is not None
-    return result.structured_content
-
-
-async def call_error(client: Client, tool: str, arguments: dict[str, Any]) -> str:
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error, f"{tool} should have failed: {result.structured_content}"
-    return str(result.content[0].text).removeprefix(f"Error executing tool {tool}: ")  # type: ignore[union-attr]
-
-
 async def submit_and_review(client: Client, payload: dict[str, Any]) -> dict[str, Any]:
     """submit_attempt → request_review → get_review until the verdict (bounded waits, no sleeps)."""
     attempt = await call(client, "submit_attempt", payload)
@@ -243,3 +220,8 @@ async def verdict(client: Client, review_id: str, rounds: int = 8) -> dict[str, 
 
 def failed_codes(review: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["code"]: c for c in review["failed_checks"]}
+
+
+client_for = local_client  # the reviewer tests' name for the shared in-process client
+call = ok
+call_error = error
