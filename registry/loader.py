@@ -14,12 +14,13 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from registry.schemas import FoundationModel, LaneTemplate
+from registry.schemas import FoundationModel, LabelAdapterEntry, LabelAdapterTable, LaneTemplate
 from server.errors import DataUnreadable
 
 REGISTRY_DIR = Path(__file__).parent
 FOUNDATION_MODELS_DIR = REGISTRY_DIR / "foundation_models"
 LANE_TEMPLATES_DIR = REGISTRY_DIR / "lane_templates"
+LABEL_ADAPTERS_FILE = REGISTRY_DIR / "benchmarks" / "rexmle_label_adapters.yaml"
 
 EntryT = TypeVar("EntryT", bound=BaseModel)
 
@@ -32,6 +33,25 @@ def load_foundation_models(directory: Path | None = None) -> list[FoundationMode
 def load_lane_templates(directory: Path | None = None) -> list[LaneTemplate]:
     """Every lane template, validated, in file then entry order."""
     return list(_load_cached(LaneTemplate, directory or LANE_TEMPLATES_DIR))
+
+
+def label_adapters(path: Path | None = None) -> dict[str, dict[str, LabelAdapterEntry]]:
+    """Benchmark challenge id → answers column → how its training label is converted, validated."""
+    table = _load_label_adapters(path or LABEL_ADAPTERS_FILE)
+    return {challenge: dict(columns) for challenge, columns in table.items()}  # callers get their own copy
+
+
+@cache
+def _load_label_adapters(path: Path) -> dict[str, dict[str, LabelAdapterEntry]]:
+    document = _read_entries(path)
+    if len(document) != 1 or not isinstance(document[0], dict):
+        raise DataUnreadable(f"{path.name}: expected one mapping of challenge id → answers column → adapter")
+    try:
+        return LabelAdapterTable.model_validate(document[0]).root
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "(file)"
+        raise DataUnreadable(f"{path.name}: {field}: {first['msg']}", field=field) from error
 
 
 @cache

@@ -1,4 +1,4 @@
-"""Schemas of the registry data: foundation models and method-lane templates.
+"""Schemas of the registry data: foundation models, method-lane templates and benchmark label adapters.
 
 Every YAML entry under `registry/` is parsed by one of these models; a field the schema does not
 know is an error, so a typo in the data fails loudly instead of being ignored.
@@ -6,11 +6,13 @@ know is an error, so a typo in the data fails loudly instead of being ignored.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field, RootModel, StringConstraints, model_validator
 
+from server.errors import InvalidInput
 from tools.task.contract import TaskType  # one vocabulary of task types
+from tools.task.label_adapters import ADAPTERS
 
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=80)]
 Url = Annotated[str, StringConstraints(pattern=r"^https?://\S+$")]
@@ -193,3 +195,30 @@ class LaneTemplate(_Frozen):
         if self.family == "foundation_model" and self.fm_query is None:
             raise ValueError("a foundation_model lane needs an fm_query to pick registry models")
         return self
+
+
+class LabelAdapterEntry(_Frozen):
+    """How one answers column of a benchmark challenge is built from a training label: the label
+    `train_label` (relative to the public folder, `{case}` the case id) goes through `adapter`."""
+
+    adapter: Text = Field(description="A name in tools/task/label_adapters.ADAPTERS.")
+    train_label: Annotated[str, StringConstraints(pattern=r"^[^/{}][^{}]*\{case\}[^{}]*$")] = Field(
+        description="Training label template relative to the public folder, with one '{case}'."
+    )
+    options: dict[str, Any] = Field(default_factory=dict, description="The adapter's options, checked by it.")
+
+    @model_validator(mode="after")
+    def _adapter_accepts_options(self) -> LabelAdapterEntry:
+        if self.adapter not in ADAPTERS:
+            raise ValueError(f"adapter {self.adapter!r} is not one of {sorted(ADAPTERS)}")
+        if "image" in self.options:
+            raise ValueError("options.image is the case's image, given per case by the caller; not registry data")
+        try:
+            ADAPTERS[self.adapter].parse_options(self.options)
+        except InvalidInput as error:
+            raise ValueError(f"adapter {self.adapter!r}: {error}") from None
+        return self
+
+
+# Challenge id → answers column (of the grader's test_labels.csv) → how to convert.
+LabelAdapterTable = RootModel[dict[Slug, dict[Text, LabelAdapterEntry]]]

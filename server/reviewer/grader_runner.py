@@ -1,41 +1,89 @@
-"""Run a task author's grader on one submission, in its own process; print only valid / invalid.
+"""Run a task author's grader on one submission, in its own process, as its benchmark's harness does.
 
-    python grader_runner.py GRADER_PY FUNCTION SUBMISSION_CSV SUBMISSION_DIR ANSWERS_CSV ANSWERS_DIR
+    python grader_runner.py GRADER_PY FUNCTION SUBMISSION_CSV SUBMISSION_DIR ANSWERS_CSV ANSWERS_DIR MODE
 
-The grader follows the ReX-MLE / MLE-bench convention `grade(submission_df, answers_df,
-submission_dir, answers_dir)` and raises (e.g. `InvalidSubmissionError`) on an invalid submission.
-Its score is discarded here on purpose: the reviewer reports validity, never a test score. The
-last line of stdout is the JSON verdict; whatever the grader prints goes to stderr.
+The call is ReX-MLE's / MLE-bench's: `grade(pd.read_csv(submission), pd.read_csv(answers),
+submission_dir=Path, answers_dir=Path)` (keyword arguments the function declares), with the
+grader's own folder first on `sys.path` and as the working directory, so its sibling files and
+modules resolve. MODE `validity` reports only whether the grader accepted the submission (a test
+score never leaves this process); MODE `scores` also reports the numeric results (validation folds,
+whose answers the server built from public training labels). The last line of stdout is the JSON
+verdict; whatever the grader prints goes to stderr. Runs under the grader's interpreter: it imports
+nothing of AMID.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
+import inspect
 import json
+import math
+import os
 import sys
+from pathlib import Path
+from typing import Any
+
+INVALID_NAMES = ("InvalidSubmissionError", "InvalidSubmission")
 
 
 def main(argv: list[str]) -> int:
-    grader, function, submission_csv, submission_dir, answers_csv, answers_dir = argv
-    spec = importlib.util.spec_from_file_location("amid_task_grader", grader)
-    if spec is None or spec.loader is None:
-        print(json.dumps({"valid": False, "reason": f"cannot load grader {grader}"}))
-        return 0
-    module = importlib.util.module_from_spec(spec)
+    grader, function, submission_csv, submission_dir, answers_csv, answers_dir, mode = argv
+    folder = str(Path(grader).parent)
+    sys.path.insert(0, folder)
+    os.chdir(folder)
     with contextlib.redirect_stdout(sys.stderr):
+        verdict = _grade(grader, function, submission_csv, submission_dir, answers_csv, answers_dir)
+    if mode != "scores":
+        verdict.pop("metrics", None)
+    print(json.dumps(verdict))
+    return 0
+
+
+def _grade(grader: str, function: str, submission_csv: str, submission_dir: str, answers_csv: str,
+           answers_dir: str) -> dict[str, Any]:  # fmt: skip
+    try:
+        spec = importlib.util.spec_from_file_location("amid_task_grader", grader)
+        if spec is None or spec.loader is None:
+            return {"status": "error", "reason": f"cannot load grader {grader}"}
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["amid_task_grader"] = module
         spec.loader.exec_module(module)
         grade = getattr(module, function)
         import pandas as pd
 
+        submission, answers = pd.read_csv(submission_csv), pd.read_csv(answers_csv)
+    except Exception as exc:  # the grader cannot even start: a failed check, never "valid"
+        return {"status": "error", "reason": _describe(exc)}
+    parameters = inspect.signature(grade).parameters
+    kwargs: dict[str, Any] = {}
+    if "submission_dir" in parameters:
+        kwargs["submission_dir"] = Path(submission_dir)
+    if "answers_dir" in parameters:
+        kwargs["answers_dir"] = Path(answers_dir)
+    try:
+        result = grade(submission, answers, **kwargs)
+    except Exception as exc:
+        invalid = any(c.__name__ in INVALID_NAMES for c in type(exc).__mro__)
+        return {"status": "invalid" if invalid else "error", "reason": _describe(exc)}
+    return {"status": "valid", "reason": "", "metrics": _numbers(result)}
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:1500]
+
+
+def _numbers(result: Any) -> dict[str, float | None]:
+    """The grader's numeric results (a dict of metrics, or one score)."""
+    items = result.items() if isinstance(result, dict) else [("score", result)]
+    numbers: dict[str, float | None] = {}
+    for key, value in items:
         try:
-            grade(pd.read_csv(submission_csv), pd.read_csv(answers_csv), submission_dir, answers_dir or None)
-        except Exception as exc:
-            verdict = {"valid": False, "reason": f"{type(exc).__name__}: {exc}"[:1000]}
-        else:
-            verdict = {"valid": True, "reason": ""}
-    print(json.dumps(verdict))
-    return 0
+            number = float(value)
+        except (TypeError, ValueError):
+            continue
+        numbers[str(key)] = number if math.isfinite(number) else None
+    return numbers
 
 
 if __name__ == "__main__":

@@ -52,7 +52,27 @@ def _nifti(data: bytes, ending: str) -> Volume:
     return Volume(array, zooms, np.asarray(image.affine, dtype=np.float64))
 
 
+ITK_ENDINGS = (".mha", ".mhd", ".nrrd", ".nhdr")
+
+
+def _itk(data: bytes, ending: str) -> Volume:
+    """MHA / NRRD through SimpleITK, with the file's real spacing (array axes z, y, x)."""
+    import tempfile
+
+    import SimpleITK as sitk
+
+    with tempfile.NamedTemporaryFile(suffix=ending) as handle:
+        handle.write(data)
+        handle.flush()
+        image = sitk.ReadImage(handle.name)
+    array = sitk.GetArrayFromImage(image)
+    spacing = tuple(float(s) for s in reversed(image.GetSpacing()))
+    return Volume(array, spacing[-array.ndim :] if array.ndim <= len(spacing) else spacing, None)
+
+
 def _plain(data: bytes, ending: str) -> Volume:
+    if ending.lower().endswith(ITK_ENDINGS):
+        return _itk(data, ending)
     if ending.lower().endswith((".tif", ".tiff")):
         import tifffile
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import csv
 import re
 from collections import defaultdict
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict
 
 from server.errors import DataUnreadable, InvalidInput
-from tools.task.contract import DataLayout
+from tools.task.contract import CaseFiles, DataLayout
 
 
 class Case(BaseModel):
@@ -54,8 +54,89 @@ def read_groups(table: Path, group_key: str) -> dict[str, str]:
     return {row["case_id"]: row[group_key] for row in rows}
 
 
+EXT = "{ext}"  # in a template: whichever file ending the case's file has (mixed .png / .tif / .tiff)
+
+
+def fill(template: str, case_id: str) -> str:
+    """A case's file from its template (plain replacement: file names may hold braces)."""
+    return template.replace("{case}", case_id)
+
+
+def case_file(task_dir: Path, template: str, case_id: str) -> str:
+    """The case's file under task/; an `{ext}` template resolves to the file that exists."""
+    path = fill(template, case_id)
+    if EXT not in path:
+        return path
+    folder, name = PurePosixPath(path).parent, PurePosixPath(path).name
+    pattern = template_regex(str(PurePosixPath(folder) / name.replace(case_id, "{case}", 1)))
+    for candidate in sorted((task_dir / folder).iterdir()) if (task_dir / folder).is_dir() else []:
+        match = pattern.fullmatch(candidate.name)
+        if match and match.group("case") == case_id:
+            return str(folder / candidate.name)
+    return path
+
+
+def template_regex(template: str) -> re.Pattern[str]:
+    """Matches a file name made from the last path component of `template`; group 'case' is the id."""
+    before, after = PurePosixPath(template).name.split("{case}")
+    suffix = re.escape(after).replace(re.escape(EXT), r"(?P<ext>\.[A-Za-z0-9]+(?:\.gz)?)")
+    return re.compile(f"{re.escape(before)}(?P<case>.+?){suffix}")
+
+
+def template_ids(task_dir: Path, template: str) -> list[str]:
+    """Case ids of the files under task/ that match `template`, sorted."""
+    folder = task_dir / PurePosixPath(template).parent
+    if not folder.is_dir():
+        raise InvalidInput(f"layout.case_files: folder {str(PurePosixPath(template).parent)!r} does not exist")
+    pattern = template_regex(template)
+    return sorted({m.group("case") for p in folder.iterdir() if (m := pattern.fullmatch(p.name))})
+
+
+def table_ids(table: Path, column: str | None) -> list[str]:
+    """The values of one column of a CSV, as strings (case ids such as `002` keep their zeros)."""
+    try:
+        with table.open(encoding="utf-8", newline="") as handle:
+            rows = list(csv.reader(handle))
+    except OSError as exc:
+        raise DataUnreadable(f"{table.name}: cannot read ({exc})") from None
+    if not rows:
+        raise InvalidInput(f"{table.name}: the table is empty", field="layout.case_files.test_ids_table")
+    index = rows[0].index(column) if column in rows[0] else 0
+    return [row[index] for row in rows[1:] if len(row) > index and row[index]]
+
+
+def _template_cases(task_dir: Path, layout: DataLayout, files: CaseFiles, split: str) -> list[Case]:
+    images = files.train_images if split == "train" else files.test_images
+    if not images:
+        return []
+    if split == "test" and files.test_ids_table:
+        ids = table_ids(task_dir / files.test_ids_table, files.test_id_column)
+    else:
+        ids = template_ids(task_dir, images[0])
+    label = files.train_label if split == "train" else None
+    groups = (
+        read_groups(task_dir / layout.groups_table, layout.group_key)
+        if layout.groups_table and layout.group_key
+        else {}
+    )
+    cases = []
+    for case_id in ids:
+        paths = [case_file(task_dir, t, case_id) for t in images]
+        label_path = case_file(task_dir, label, case_id) if label else None
+        absent = [p for p in [*paths, label_path] if p is not None and not (task_dir / p).is_file()]
+        if absent:
+            raise InvalidInput(
+                f"case {case_id!r}: files {absent[:3]} are missing under task/", field="layout.case_files"
+            )
+        cases.append(Case(case_id=case_id, split=split, image_paths=tuple(paths), label_path=label_path,
+                          group=groups.get(case_id, case_id)))  # fmt: skip
+    return cases
+
+
 def discover_cases(task_dir: Path, layout: DataLayout, split: str = "train") -> list[Case]:
     """List the cases of one split; every case must have every channel (and a label for train)."""
+    if layout.case_files is not None:
+        return _template_cases(task_dir, layout, layout.case_files, split)
     folder = layout.train_images if split == "train" else layout.test_images
     if folder is None:
         return []

@@ -43,7 +43,7 @@ Modality = Literal[
     "multi",
     "other",
 ]
-PredictionFileType = Literal["nifti", "png", "tiff", "csv", "json", "none"]
+PredictionFileType = Literal["nifti", "png", "tiff", "mha", "nrrd", "csv", "json", "yaml", "txt", "none"]
 
 SLUG = r"^[a-z0-9][a-z0-9._-]{0,63}$"
 
@@ -64,6 +64,29 @@ class MetricDef(_Frozen):
     tolerance: Annotated[float, Field(ge=0, description="allowed |declared - verified| before mismatch")] = 1e-3
 
 
+class CaseFiles(_Frozen):
+    """Where one case's files are, as templates relative to task/ in which `{case}` is the case id.
+
+    Imported benchmarks name files in their own ways (`topcow_ct_002_0000.nii.gz` for case `002`,
+    `.tif` training and `.tiff` test images, `CASE_label.tiff`, one file per MRI sequence); a
+    template per channel says it exactly, where a single file ending and id pattern cannot.
+    """
+
+    train_images: list[str] = Field(min_length=1, description="one template per input channel")
+    train_label: str | None = Field(default=None, description="template of the training label file, if any")
+    test_images: list[str] = Field(default_factory=list, description="one template per input channel")
+    test_ids_table: str | None = Field(default=None, description="CSV under task/ listing the test case ids")
+    test_id_column: str | None = None
+
+    @field_validator("train_images", "test_images")
+    @classmethod
+    def _templates_name_the_case(cls, value: list[str]) -> list[str]:
+        for template in value:
+            if template.count("{case}") != 1 or "{ext}" in template.removesuffix("{ext}"):
+                raise ValueError(f"template {template!r} must hold {{case}} exactly once and {{ext}} only at its end")
+        return value
+
+
 class DataLayout(_Frozen):
     """Where the public data lives, relative to the workspace's task/ folder."""
 
@@ -80,6 +103,9 @@ class DataLayout(_Frozen):
     groups_table: str | None = Field(default=None, description="CSV mapping case_id → group (patient/site)")
     group_key: str | None = Field(default=None, description="column of groups_table used for grouping")
     label_values: dict[int, str] = Field(default_factory=dict, description="label value → class name")
+    case_files: CaseFiles | None = Field(
+        default=None, description="per-case file templates; when set they, not the folders, locate each case's files"
+    )
 
     @field_validator("case_id_pattern")
     @classmethod
@@ -126,16 +152,52 @@ class EvidenceRequirements(_Frozen):
     training_manifest: bool = True
 
 
+class AnswerColumn(_Frozen):
+    """One column of the grader's answers table, and how to fill it for a training case.
+
+    `kind` file: the value is `answers_template` with the case id, naming a file under the answers
+    folder; for a training case the reviewer places `train_source` (under task/) there. value: the
+    value comes from the training labels table's `source_column`. constant: every row holds `value`.
+    coco_image: the file is the one-image slice (images, annotations, categories) of the COCO file
+    `train_source`. converted: `adapter` turns the training label `train_source` into the answers'
+    format (the benchmark's preparation converted its test labels the same way).
+    """
+
+    name: str
+    kind: Literal["file", "coco_image", "converted", "value", "constant"]
+    answers_template: str | None = None
+    train_source: str | None = None
+    adapter: str | None = Field(default=None, description="converted: the label adapter (tools/task/label_adapters)")
+    adapter_options: dict[str, Any] = Field(default_factory=dict)
+    source_column: str | None = None
+    value: str | None = None
+
+
 class GraderRef(_Frozen):
-    """A task author's own grader: `module:function` in a file under task/."""
+    """A task author's own grader: `function` of `file` (under private/), with the answers it grades against.
+
+    It is called as its benchmark's harness calls it: `function(submission_df, answers_df,
+    submission_dir=Path, answers_dir=Path)`, with the whole challenge folder beside `file`.
+    """
 
     file: str
     function: str = "grade"
+    module: str | None = Field(default=None, description="the benchmark's own module path, for the record")
+    answers: str | None = Field(default=None, description="answers CSV under private/")
+    answers_dir: str | None = Field(default=None, description="folder under private/ passed as answers_dir")
+    id_column: str | None = Field(default=None, description="case-id column of the answers table")
+    fold_answers: list[AnswerColumn] | None = Field(
+        default=None, description="how to build the answers of a validation fold; set: the grader scores folds"
+    )
+    metric_keys: list[str] = Field(default_factory=list, description="keys of the grader's result that are metrics")
 
 
 class SourceRef(_Frozen):
-    format: Literal["native", "rex_mle", "nnunet"]
+    format: Literal["native", "rex_mle", "mle_bench", "nnunet", "msd"]
     origin: str = Field(description="where it was imported from, as given by the user")
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="the source's own descriptive fields, kept as they are (free text)"
+    )
 
 
 class TaskContract(_Frozen):

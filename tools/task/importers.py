@@ -34,8 +34,9 @@ class ImportedTask:
     description: str = ""
 
 
-def import_task(source: Path) -> ImportedTask:
-    """Recognise the format of `source` and import it."""
+def import_task(source: Path, data_dir: Path | None = None, primary_metric: str | None = None) -> ImportedTask:
+    """Recognise the format of `source` and import it. `data_dir`: a benchmark's data folder (ReX-MLE,
+    MLE-bench: the folder its prepare step filled); `primary_metric` overrides the inferred one."""
     source = source.expanduser().resolve()
     if source.is_file() and source.suffix in (".yaml", ".yml"):
         return import_native(source)
@@ -44,6 +45,13 @@ def import_task(source: Path) -> ImportedTask:
     if (source / "task.yaml").is_file():
         return import_native(source / "task.yaml")
     if (source / "config.yaml").is_file():
+        config = _read_yaml(source / "config.yaml")
+        answers = str(((config.get("dataset") or {}) if isinstance(config, dict) else {}).get("answers") or "")
+        own_layout = isinstance(config, dict) and (config.get("metadata") or {}).get("layout")
+        if isinstance(config, dict) and not own_layout and not (answers and (source / answers).is_file()):
+            from tools.task.rexmle import import_challenge
+
+            return import_challenge(source, data_dir, primary_metric)
         return import_rex_mle(source)
     if (source / "dataset.json").is_file():
         return import_nnunet(source)

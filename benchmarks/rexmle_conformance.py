@@ -1,0 +1,315 @@
+"""ReX-MLE conformance: every real challenge, unchanged, through the whole AMID loop with its own grader.
+
+    python benchmarks/rexmle_conformance.py --rexmle CHECKOUT [--only ID ...] [--work DIR]
+
+CHECKOUT is a checkout of rajpurkarlab/ReX-MLE (or set REXMLE_DIR). For each challenge folder
+`rex-mle/rexmle/challenges/<id>/` the runner:
+  1. writes small synthetic raw data in the layout that challenge's prepare.py reads
+     (benchmarks/rexmle/raw_*.py) and runs the real prepare.py (benchmarks/rexmle/harness.py) in
+     the grader environment (benchmarks/rexmle/grader_env.sh: an interpreter where `rexmle` imports);
+  2. `amid init <challenge folder> --data-dir DATA --grader-python PY` (the folder as it is);
+  3. starts `amid serve`, and as an agent over MCP/HTTP: profile_data, list_lanes, claim_lane;
+  4. submits three attempts on fold 0, each committed with an inference command whose replay
+     reproduces its predictions from the frozen checkpoint, and requests the review:
+       perfect  — validation predictions equal to the fold's answers, a perfect test submission:
+                  must be accepted, with the real grade_fn having judged the test submission;
+       broken   — the same with a test submission that breaks the format: SUBMISSION_INVALID;
+       trivial  — empty / constant predictions: must be rejected.
+It prints a table and N/20, and writes benchmarks/results/rexmle_conformance.json.
+
+The perfect attempt memorises its predictions in its checkpoint (no holdout is configured), so it
+tests the plumbing, not a model. Nothing of ReX-MLE is copied here: its files are read where they are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks._common import write_result  # noqa: E402
+from benchmarks.rexmle import raw_misc, raw_pathology, raw_topcow  # noqa: E402
+from server.connect import ensure_worktree  # noqa: E402
+from server.demo import start_server, stop_server  # noqa: E402
+from server.local_client import call as admin_call  # noqa: E402
+from server.mcp_client import ToolCallFailed, call, connect  # noqa: E402
+from server.workspace import Workspace  # noqa: E402
+from tools.task.fold_answers import write_fold_answers  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+WRITERS = {**raw_misc.WRITERS, **raw_pathology.WRITERS, **raw_topcow.WRITERS}
+SUBMITTERS = {**raw_misc.SUBMITTERS, **raw_pathology.SUBMITTERS, **raw_topcow.SUBMITTERS}
+RUNNER = Path(__file__).resolve().parent.parent / "server" / "reviewer" / "grader_runner.py"
+
+# The committed "model" of every attempt: it replays the predictions memorised in its checkpoint
+# (a zip of a submission folder) for the cases whose input files it is given.
+MEMORISED_PY = '''\
+"""Replays memorised predictions: python memorised.py CHECKPOINT_ZIP INPUT_DIR OUTPUT_DIR"""
+import csv, io, sys, zipfile
+from pathlib import Path
+
+checkpoint, inputs, output = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+names = [p.name for p in inputs.rglob("*") if p.is_file()]
+with zipfile.ZipFile(checkpoint) as archive:
+    rows = list(csv.DictReader(io.StringIO(archive.read("submission.csv").decode())))
+    header = list(rows[0]) if rows else []
+    keep = [r for r in rows if any(r[header[0]] in n for n in names)]
+    output.mkdir(parents=True, exist_ok=True)
+    for row in keep:
+        for value in row.values():
+            if value in archive.namelist():
+                (output / value).parent.mkdir(parents=True, exist_ok=True)
+                (output / value).write_bytes(archive.read(value))
+    with (output / "submission.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=header)
+        writer.writeheader()
+        writer.writerows(keep)
+'''
+
+
+def challenge_ids(checkout: Path) -> list[str]:
+    root = checkout / "rex-mle" / "rexmle" / "challenges"
+    return sorted(p.name for p in root.iterdir() if (p / "config.yaml").is_file() and not p.name.startswith("_"))
+
+
+def grader_python(checkout: Path) -> str:
+    done = subprocess.run(["bash", str(HERE / "rexmle" / "grader_env.sh"), str(checkout)], capture_output=True,
+                          text=True, check=True)  # fmt: skip
+    return done.stdout.strip().splitlines()[-1]
+
+
+def prepare(python: str, data: Path, challenge_id: str, seed: int) -> None:
+    raw = data / challenge_id / "raw"
+    shutil.rmtree(data / challenge_id, ignore_errors=True)
+    raw.mkdir(parents=True)
+    WRITERS[challenge_id](raw, seed)
+    subprocess.run([python, str(HERE / "rexmle" / "harness.py"), "prepare", str(data), challenge_id],
+                   check=True, capture_output=True, text=True)  # fmt: skip
+
+
+def amid(*args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "server.cli", *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"amid {args[0]} failed: {(done.stderr or done.stdout)[-1500:]}")
+    return done.stdout
+
+
+def run_challenge(checkout: Path, python: str, work: Path, challenge_id: str, seed: int) -> dict[str, Any]:
+    row: dict[str, Any] = {"challenge": challenge_id}
+    started = time.monotonic()
+    data, ws_dir = work / "data", work / "ws" / challenge_id
+    try:
+        prepare(python, data, challenge_id, seed)
+        row["prepared"] = True
+        folder = checkout / "rex-mle" / "rexmle" / "challenges" / challenge_id
+        amid("init", str(folder), "-w", str(ws_dir), "--data-dir", str(data), "--grader-python", python)
+        row["imported"] = True
+        workspace = Workspace(ws_dir)
+        contract = workspace.contract()
+        row.update(task_type=contract.task_type, modality=contract.modality, primary=contract.primary_metric)
+        row.update(asyncio.run(_loop(workspace, data, challenge_id, python)))
+    except Exception as exc:  # one challenge's failure is a row of the table, not the end of the run
+        row["error"] = f"{type(exc).__name__}: {exc}"[:600]
+    row["seconds"] = round(time.monotonic() - started, 1)
+    row["ok"] = bool(row.get("imported") and row.get("perfect") == "accepted" and row.get("grader_used")
+                     and row.get("broken_invalid") and row.get("trivial") == "rejected")  # fmt: skip
+    return row
+
+
+async def _loop(workspace: Workspace, data: Path, challenge_id: str, python: str) -> dict[str, Any]:
+    process, url = start_server(workspace.root)
+    try:
+        token = admin_call(workspace, "token_create", {"name": "conformance", "role": "agent"})["token"]
+        ensure_worktree(workspace, "conformance")
+        async with connect(url, token) as client:
+            return await _agent(client, workspace, data, challenge_id, python)
+    finally:
+        stop_server(process)
+
+
+async def _agent(client: Any, workspace: Workspace, data: Path, challenge_id: str, python: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    task = await call(client, "get_task")
+    profile = await call(client, "profile_data", {"wait_s": 50})
+    predicates = (profile.get("profile") or {}).get("predicates", {})
+    out["predicates"] = sorted(k for k, v in predicates.items() if v)
+    lanes = (await call(client, "list_lanes"))["lanes"]
+    out["lanes"] = sorted({lane["family"] for lane in lanes})
+    lane = lanes[0]["lane_id"]
+    await call(client, "claim_lane", {"lane_id": lane})
+    worktree, fold = Path(task["worktree"]), 0
+    val_cases = task["folds"][fold]["val_cases"]
+    prepared = data / challenge_id / "prepared"
+    for kind in ("perfect", "broken", "trivial"):
+        verdict = await _attempt(client, workspace, worktree, prepared, challenge_id, python, lane, val_cases, kind)
+        codes = [c["code"] for c in verdict["failed_checks"] if c.get("severity", "error") == "error"]
+        out[kind] = verdict["verdict"] or verdict["status"]
+        out[f"{kind}_codes"] = codes
+        if kind == "perfect":
+            out["grader_used"] = _grader_ran(workspace, verdict)
+        if kind == "broken":
+            out["broken_invalid"] = "SUBMISSION_INVALID" in codes
+    return out
+
+
+async def _attempt(
+    client: Any, workspace: Workspace, worktree: Path, prepared: Path, challenge_id: str, python: str, lane: str,
+    val_cases: list[str], kind: str,
+) -> dict[str, Any]:  # fmt: skip
+    base = worktree / "attempts" / kind
+    shutil.rmtree(base, ignore_errors=True)
+    fold_dir, test_dir = base / "fold0", base / "submission"
+    _fold_predictions(workspace, prepared, challenge_id, val_cases, fold_dir, "trivial" if kind == "trivial" else "perfect")
+    SUBMITTERS[challenge_id](prepared, test_dir, kind)
+    checkpoint = base / "checkpoint.zip"
+    _zip(fold_dir, checkpoint)
+    (worktree / "memorised.py").write_text(MEMORISED_PY, encoding="utf-8")
+    manifest = base / "manifest.json"
+    train_cases = [c for c in json.loads((workspace.task_dir / "folds.json").read_text())["folds"][0]["train_cases"]]
+    manifest.write_text(json.dumps({"folds": {"0": train_cases}}), encoding="utf-8")
+    (base / "train.log").write_text(f"{kind} attempt: predictions memorised in the checkpoint\n", encoding="utf-8")
+    commit = _commit(worktree, ["memorised.py"], f"{kind} attempt")
+    scores = _own_scores(workspace, python, fold_dir, val_cases)
+    rel = base.relative_to(worktree)
+    attempt = await call(client, "submit_attempt", {
+        "commit": commit, "folds": [0], "declared_scores": {"0": scores}, "lane_id": lane, "budget_class": "smoke",
+        "artifacts": {"predictions": {"0": f"{rel}/fold0"}, "submission": f"{rel}/submission",
+                      "checkpoint": f"{rel}/checkpoint.zip", "training_manifest": f"{rel}/manifest.json",
+                      "logs": [f"{rel}/train.log"]},
+        "inference_command": ["{python}", "memorised.py", "{checkpoint}", "{input_dir}", "{output_dir}"],
+    })  # fmt: skip
+    review = await call(client, "request_review", {"attempt_id": attempt["attempt_id"]})
+    verdict = await call(client, "get_review", {"review_id": review["review_id"], "wait_s": 50})
+    while verdict["status"] in ("queued", "running"):
+        verdict = await call(client, "get_review", {"review_id": review["review_id"], "wait_s": 50})
+    return verdict
+
+
+def _fold_predictions(
+    workspace: Workspace, prepared: Path, challenge_id: str, cases: list[str], into: Path, kind: str
+) -> None:
+    """The fold's predictions in the submission format, made by the challenge's submitter from the
+    fold's answers laid out like a prepared challenge (answers under private/, a fold sample)."""
+    pseudo = Path(tempfile.mkdtemp(prefix="amid-fold-prepared-"))
+    try:
+        table = write_fold_answers(workspace.task_dir, workspace.contract(), cases, pseudo / "private")
+        table.rename(pseudo / "private" / "test_labels.csv")
+        shutil.copytree(prepared / "public", pseudo / "public", symlinks=True)
+        _fold_sample(prepared / "public" / "sample_submission.csv", pseudo / "public" / "sample_submission.csv", cases)
+        SUBMITTERS[challenge_id](pseudo, into, kind)
+    finally:
+        shutil.rmtree(pseudo, ignore_errors=True)
+
+
+def _fold_sample(sample: Path, target: Path, cases: list[str]) -> None:
+    with sample.open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    header = list(rows[0])
+    template = rows[0]
+    out = []
+    for case in cases:
+        row = {k: v.replace(template[header[0]], case) for k, v in template.items()}
+        out.append(row)
+    with target.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=header)
+        writer.writeheader()
+        writer.writerows(out)
+
+
+def _zip(folder: Path, target: Path) -> None:
+    with zipfile.ZipFile(target, "w") as archive:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                archive.write(path, path.relative_to(folder).as_posix())
+
+
+def _commit(worktree: Path, paths: list[str], message: str) -> str:
+    import git
+
+    with git.Repo(worktree) as repo:
+        repo.index.add(paths)
+        return str(repo.index.commit(message).hexsha)
+
+
+def _own_scores(workspace: Workspace, python: str, fold_dir: Path, cases: list[str]) -> dict[str, float]:
+    """The agent's own fold score, on the grader's scale: the task's grader on the fold's answers."""
+    contract = workspace.contract()
+    grader = contract.grader
+    assert grader is not None
+    with tempfile.TemporaryDirectory(prefix="amid-own-") as tmp:
+        answers = write_fold_answers(workspace.task_dir, contract, cases, Path(tmp))
+        argv = [python, str(RUNNER), str(workspace.private_dir / grader.file), grader.function,
+                str(fold_dir / "submission.csv"), str(fold_dir), str(answers), tmp, "scores"]  # fmt: skip
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    verdict = json.loads(done.stdout.strip().splitlines()[-1])
+    metrics = verdict.get("metrics") or {}
+    names = {m.name for m in contract.metrics}
+    scores = {k: float(v) for k, v in metrics.items() if k in names and v is not None}
+    if contract.primary_metric not in scores:
+        alias = next((k for k in metrics if contract.primary_metric in k.split("_") and metrics[k] is not None), None)
+        if alias:
+            scores[contract.primary_metric] = float(metrics[alias])
+    return scores or {contract.primary_metric: 0.0}
+
+
+def _grader_ran(workspace: Workspace, verdict: dict[str, Any]) -> bool:
+    report = json.loads((workspace.root / "reviews" / f"{verdict['review_id']}.json").read_text(encoding="utf-8"))
+    check = next(c for c in report["checks"] if c["code"] == "SUBMISSION_INVALID")
+    return bool(check["evidence"].get("grader") == "valid")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rexmle", type=Path, default=os.environ.get("REXMLE_DIR"), help="ReX-MLE checkout")
+    parser.add_argument("--only", nargs="*", default=None, help="challenge ids (default: all)")
+    parser.add_argument("--work", type=Path, default=None, help="work folder (default: a temp folder)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.rexmle is None:
+        parser.error("give --rexmle CHECKOUT or set REXMLE_DIR")
+    checkout = args.rexmle.resolve()
+    work = (args.work or Path(tempfile.mkdtemp(prefix="amid-rexmle-"))).resolve()
+    shutil.rmtree(work / "ws", ignore_errors=True)
+    python = grader_python(checkout)
+    ids = args.only or challenge_ids(checkout)
+    rows = []
+    for challenge_id in ids:
+        row = run_challenge(checkout, python, work, challenge_id, args.seed)
+        rows.append(row)
+        _print_row(row)
+    passed = sum(r["ok"] for r in rows)
+    print(f"\n{passed}/{len(rows)} challenges: imported unchanged, perfect accepted with the real grade_fn, "
+          "broken SUBMISSION_INVALID, trivial rejected")  # fmt: skip
+    if not args.only:
+        write_result("rexmle_conformance", {"checkout_commit": _head(checkout), "passed": passed, "total": len(rows),
+                                            "challenges": rows})  # fmt: skip
+    return 0 if passed == len(rows) else 1
+
+
+def _print_row(row: dict[str, Any]) -> None:
+    fields = ("imported", "task_type", "primary", "perfect", "grader_used", "broken_invalid", "trivial")
+    cells = " | ".join(f"{row.get(k, '-')}" for k in fields)
+    codes = ",".join(row.get("perfect_codes") or []) + " / " + ",".join(row.get("trivial_codes") or [])
+    status = "PASS" if row["ok"] else "FAIL"
+    print(f"{status} {row['challenge']:<22} {cells} | {row['seconds']} s | {codes} {row.get('error', '')}", flush=True)
+
+
+def _head(checkout: Path) -> str | None:
+    done = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or None
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

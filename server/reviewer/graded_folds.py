@@ -1,0 +1,274 @@
+"""Re-scoring a validation fold with the task's own grader (benchmark imports).
+
+A fold's frozen predictions are laid out like a test submission: `submission.csv` listing the
+fold's validation cases, plus the files it references. The reviewer builds the fold's answers from
+the public training labels in the schema of the grader's answers table, runs the grader, and takes
+the metrics it returns: the same code that ranks the test set verifies the folds, on its scale.
+The trivial predictor (empty masks of the answer's geometry, the input image for enhancement, a
+constant per column for tables) goes through the same grader.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import shutil
+import statistics
+import tempfile
+from collections import Counter
+from pathlib import Path, PurePosixPath
+
+from server.reviewer.context import ReviewContext
+from server.reviewer.job import ArtifactRef
+from server.reviewer.predictions import FoldResult
+from server.reviewer.scoring import PlannedMetric
+from server.reviewer.task_grader import build_fold_answers, place_files, run_grader
+from tools.metrics import MetricSummary
+
+RANKING_KEYS = ("overall", "mean_position", "percentile")  # leaderboard positions, not metrics
+IMAGE_SUFFIXES = (".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".png", ".tif", ".tiff", ".bmp", ".jpg")
+
+
+def review_graded_fold(ctx: ReviewContext, plan: list[PlannedMetric], fold: int, need_baseline: bool) -> FoldResult:
+    result = FoldResult(fold, ctx.folds.val_cases(fold))
+    refs = {ref.member or PurePosixPath(ref.declared_path).name: ref for ref in ctx.files("predictions", fold)}
+    rows = _rows(ctx, result, refs)
+    if rows is None:
+        return result
+    ctx.progress(0.2, f"fold {fold}: the task's grader")
+    with tempfile.TemporaryDirectory(prefix="amid-fold-") as tmp:
+        answers_dir = Path(tmp) / "answers"
+        answers_dir.mkdir()
+        answers = build_fold_answers(ctx, result.val_cases, answers_dir)
+        submission = Path(tmp) / "submission"
+        place_files(ctx, {m: r for m, r in refs.items() if ctx.usable(r)}, submission)
+        result.summaries = _grade(ctx, plan, result, submission, answers, answers_dir, "predictions")
+        if need_baseline:
+            trivial = Path(tmp) / "trivial"
+            if _write_trivial(ctx, fold, result.val_cases, answers, answers_dir, trivial):
+                result.baseline_summaries = _grade(ctx, plan, result, trivial, answers, answers_dir, None)
+    return result
+
+
+def _rows(ctx: ReviewContext, result: FoldResult, refs: dict[str, ArtifactRef]) -> list[dict[str, str]] | None:
+    """The fold's submission rows; notes missing and outside cases, and fingerprints each case."""
+    contract = ctx.contract.submission
+    table = refs.get(contract.filename)
+    if table is None or not ctx.usable(table):
+        expected = f"{contract.filename} listing the fold's cases, as in a test submission"
+        result.schema.append({"file": contract.filename, "problem": "missing", "expected": expected})
+        result.missing.extend(result.val_cases)
+        return None
+    text = ctx.path(table).read_text(encoding="utf-8", errors="replace")
+    rows = list(csv.DictReader(io.StringIO(text)))
+    val = set(result.val_cases)
+    listed = {row.get(contract.id_column, "") for row in rows}
+    result.missing.extend(c for c in result.val_cases if c not in listed)
+    for row in rows:
+        case_id = row.get(contract.id_column, "")
+        if case_id not in val:
+            result.outside.append(
+                {"case_id": case_id, "file": contract.filename, "belongs_to_fold": _fold(ctx, case_id)}
+            )
+            continue
+        _fingerprint(ctx, result, case_id, row, refs)
+    return rows
+
+
+def _fold(ctx: ReviewContext, case_id: str) -> int | str:
+    try:
+        return ctx.folds.fold_of(case_id)
+    except KeyError:
+        return "test" if case_id in ctx.test_cases else "unknown case"
+
+
+def _fingerprint(
+    ctx: ReviewContext, result: FoldResult, case_id: str, row: dict[str, str], refs: dict[str, ArtifactRef]
+) -> None:
+    column = ctx.contract.submission.file_column
+    if column:
+        ref = refs.get(str(PurePosixPath(row.get(column) or "")))
+        if ref is None or not ctx.usable(ref):
+            result.missing.append(case_id)
+            return
+        result.byte_hashes[case_id] = ref.sha256
+        result.value_hashes[case_id] = ref.sha256
+    else:
+        values = "\x00".join(f"{k}={v}" for k, v in sorted(row.items()))
+        result.value_hashes[case_id] = result.byte_hashes[case_id] = hashlib.sha256(values.encode()).hexdigest()
+
+
+def _grade(
+    ctx: ReviewContext, plan: list[PlannedMetric], result: FoldResult, submission: Path, answers: Path,
+    answers_dir: Path, problem_file: str | None,
+) -> dict[str, MetricSummary]:  # fmt: skip
+    verdict = run_grader(ctx, submission, answers, answers_dir, "scores")
+    if verdict.status != "valid":
+        if problem_file is not None:
+            result.schema.append({"file": problem_file, "problem": f"the task's grader: {verdict.status}",
+                                  "got": verdict.reason})  # fmt: skip
+        return {}
+    values = _aliased(plan, verdict.metrics)
+    n = len(result.val_cases)
+    return {name: _single(value, n) for name, value in values.items()}
+
+
+def _aliased(plan: list[PlannedMetric], metrics: dict[str, float | None]) -> dict[str, float | None]:
+    """The contract's metrics from the grader's result. A metric the grader names otherwise (`f1`
+    returned as `macro_f1`) takes the one returned key that contains its name and is no metric of
+    the contract or ranking key itself."""
+    names = {m.name for m in plan}
+    spare = [k for k in metrics if k not in names and k not in RANKING_KEYS and not k.endswith("_position")]
+    found: dict[str, float | None] = {}
+    for name in names:
+        if name in metrics:
+            found[name] = metrics[name]
+            continue
+        match = [k for k in spare if name in k.split("_") or k.endswith(f"_{name}") or k.startswith(f"{name}_")]
+        if len(match) >= 1 and match[0] in metrics:
+            found[name] = metrics[match[0]]
+    return found
+
+
+def _single(value: float | None, n_cases: int) -> MetricSummary:
+    """The grader gives one value per metric; the summary records it with the fold's case count."""
+    number = float("nan") if value is None else float(value)
+    return MetricSummary(mean=number, median=number, std=0.0, n_cases=n_cases, n_valid=n_cases if value is not None
+                         else 0, n_nan=0 if value is not None else n_cases, n_capped=0, values=(number,))  # fmt: skip
+
+
+def _write_trivial(
+    ctx: ReviewContext, fold: int, cases: list[str], answers: Path, answers_dir: Path, into: Path
+) -> bool:
+    """A trivial submission in the task's format; False when none can be made."""
+    contract = ctx.contract.submission
+    into.mkdir()
+    sample = _sample_row(ctx)
+    column = contract.file_column
+    labels = _answer_label_files(ctx, answers, answers_dir)
+    constant = _constant_answer(ctx, fold, into / ".donor") if column else None
+    rows = []
+    for case_id in cases:
+        row = {c: sample.get(c, "") for c in contract.columns}
+        row[contract.id_column] = case_id
+        if column:
+            rel = _trivial_file(ctx, case_id, labels.get(case_id), constant, into, sample.get(column, ""))
+            if rel is None:
+                return False
+            row[column] = rel
+        rows.append(row)
+    if not column:
+        _constants(ctx, rows)
+    with (into / contract.filename).open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=contract.columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    return True
+
+
+def _constant_answer(ctx: ReviewContext, fold: int, into: Path) -> Path | None:
+    """The answer file of one training case outside the fold: predicted for every case, it is the
+    'one fixed answer' predictor (a fixed topology, the same boxes everywhere)."""
+    donors = ctx.folds.folds[fold].train_cases
+    if not donors:
+        return None
+    into.mkdir(parents=True)
+    table = build_fold_answers(ctx, donors[:1], into)
+    files = _answer_label_files(ctx, table, into, any_file=True)
+    return files.get(donors[0])
+
+
+def _sample_row(ctx: ReviewContext) -> dict[str, str]:
+    sample = ctx.contract.submission.sample_submission
+    if sample is None or not (ctx.workspace.task_dir / sample).is_file():
+        return {}
+    with (ctx.workspace.task_dir / sample).open(encoding="utf-8", newline="") as handle:
+        return next(csv.DictReader(handle), {})
+
+
+def _answer_label_files(
+    ctx: ReviewContext, answers: Path, answers_dir: Path, any_file: bool = False
+) -> dict[str, Path]:
+    """Case → the label file of its answers row (image-like unless `any_file`)."""
+    grader = ctx.contract.grader
+    kinds = ("file", "converted", "coco_image")
+    columns = (
+        [c.name for c in (grader.fold_answers or []) if c.kind in kinds and not _is_input(ctx, c.name)]
+        if grader
+        else []
+    )
+    id_column = (grader.id_column if grader else None) or ctx.contract.submission.id_column
+    found: dict[str, Path] = {}
+    with answers.open(encoding="utf-8", newline="") as handle:
+        for row in csv.DictReader(handle):
+            for name in columns:
+                value = row.get(name) or ""
+                if any_file or value.lower().endswith(IMAGE_SUFFIXES):
+                    found[row[id_column]] = answers_dir / value
+                    break
+    return found
+
+
+def _is_input(ctx: ReviewContext, column: str) -> bool:
+    """An answers column naming an input image (it lies in the public folder), not a label."""
+    grader = ctx.contract.grader
+    spec = next((c for c in (grader.fold_answers or []) if c.name == column), None) if grader else None
+    return (
+        spec is not None
+        and spec.kind == "file"
+        and any(
+            spec.train_source == t
+            for t in (ctx.contract.layout.case_files.train_images if ctx.contract.layout.case_files else [])
+        )
+    )
+
+
+def _trivial_file(
+    ctx: ReviewContext, case_id: str, label: Path | None, constant: Path | None, into: Path, example: str
+) -> str | None:
+    ending = next((e for e in IMAGE_SUFFIXES if example.lower().endswith(e)), None)
+    (into / "trivial").mkdir(exist_ok=True)
+    if ending is None:  # JSON, YAML, text: one training case's answer for every case
+        if constant is None:
+            return None
+        rel = f"trivial/{case_id}{''.join(PurePosixPath(example).suffixes) or constant.suffix}"
+        shutil.copyfile(constant.resolve(), into / rel)
+        return rel
+    rel = f"trivial/{case_id}{ending}"
+    if ctx.contract.task_type == "enhancement":
+        shutil.copyfile(ctx.workspace.task_dir / ctx.train_cases[case_id].image_paths[0], into / rel)
+        return rel
+    if label is None or not label.exists():
+        return None
+    _zeros_like(label.resolve(), into / rel)
+    return rel
+
+
+def _zeros_like(reference: Path, target: Path) -> None:
+    """An all-zero label image with the reference's size, spacing and orientation, in target's format."""
+    import SimpleITK as sitk
+
+    image = sitk.ReadImage(str(reference))
+    zeros = sitk.Image(image.GetSize(), sitk.sitkUInt8)
+    zeros.CopyInformation(image)
+    sitk.WriteImage(zeros, str(target))
+
+
+def _constants(ctx: ReviewContext, rows: list[dict[str, str]]) -> None:
+    """Tables: every value column gets the training mean (numbers) or majority (classes)."""
+    rel = ctx.contract.layout.labels_table
+    if rel is None:
+        return
+    with (ctx.workspace.task_dir / rel).open(encoding="utf-8", newline="") as handle:
+        table = list(csv.DictReader(handle))
+    for column in ctx.contract.submission.columns[1:]:
+        values = [r[column] for r in table if r.get(column) not in (None, "")]
+        if not values:
+            continue
+        try:
+            constant = str(statistics.fmean(float(v) for v in values))
+        except ValueError:
+            constant = Counter(values).most_common(1)[0][0]
+        for row in rows:
+            row[column] = constant

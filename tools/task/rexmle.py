@@ -1,0 +1,254 @@
+"""Import a ReX-MLE / MLE-bench challenge as its users have it: the unchanged challenge folder
+(`config.yaml`, `grade.py`, `metric_config.json`, `leaderboard.csv`, siblings) plus the data folder
+that the benchmark's own `prepare` filled (`<data>/<id>/prepared/{public,private}`).
+
+`config.yaml`'s `dataset.*` paths are relative to that data folder; `competition_type` is the only
+machine-readable type; `metadata` is free text, kept as it is. The layout is inferred from the
+prepared files (tools/task/answers_layout.py). The task's grader is the whole challenge folder,
+copied to `private/grader/`, called as the benchmark's harness calls it; it scores the test
+submission and, through answers built from the training labels, the validation folds.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from server.errors import InvalidInput
+from tools.task.answers_layout import ending_of, infer, read_rows
+from tools.task.contract import TaskContract, parse_contract
+from tools.task.importers import ImportedTask, _description, _directions, _read_yaml, _require
+
+TASK_TYPES = {
+    "segmentation": "segmentation",
+    "detection": "detection",
+    "classification": "classification",
+    "image_quality_assessment": "regression",
+    "regression": "regression",
+    "image_enhancement": "enhancement",
+    "enhancement": "enhancement",
+}
+# Words of ReX-MLE's `grader.name` that are not metric keys, and the keys they mean.
+GRADER_NAME_SYNONYMS = {"dice": ("dsc", "dice"), "f1_score": ("f1",), "detection_map": ("ap_mean", "map")}
+MODALITY_WORDS = [  # first match wins; free text such as "CTA", "Panoramic X-ray", "H&E Histopathology"
+    ("pathology", r"h&e|histopath|patholog|\bwsi\b"),
+    ("microscopy", r"microscop|fluorescen|phase.contrast|\bcell"),
+    ("X-ray", r"x-ray|xray|radiograph|panoramic|\bcxr\b"),
+    ("ultrasound", r"ultrasound|sonograph|\bus\b"),
+    ("MRI", r"\bmri?\b|\bmra\b|\bt1|\bt2|flair|\bdwi\b|\badc\b|magnetic"),
+    ("CT", r"\bcta?\b|computed tomograph|\bldct\b|low-dose ct"),
+    ("fundus", r"fundus|retina"),
+]
+FILE_TYPES = {".nii.gz": "nifti", ".nii": "nifti", ".png": "png", ".tif": "tiff", ".tiff": "tiff", ".mha": "mha",
+              ".mhd": "mha", ".nrrd": "nrrd", ".json": "json", ".geojson": "json", ".yaml": "yaml", ".yml": "yaml",
+              ".txt": "txt", ".csv": "csv"}  # fmt: skip
+
+
+def is_benchmark_config(config: Any) -> bool:
+    """A real ReX-MLE / MLE-bench config: `dataset.answers` relative to a data folder."""
+    return isinstance(config, dict) and isinstance(config.get("dataset"), dict) and "answers" in config["dataset"]
+
+
+def import_challenge(folder: Path, data_dir: Path | None, primary_metric: str | None = None) -> ImportedTask:
+    config = _read_yaml(folder / "config.yaml")
+    task_id = str(_require(config, "id", "config.yaml"))
+    dataset = config["dataset"]
+    data_dir = _data_dir(folder, task_id, dataset, data_dir)
+    answers = data_dir / str(_require(dataset, "answers", "config.yaml", "dataset."))
+    sample = data_dir / str(_require(dataset, "sample_submission", "config.yaml", "dataset."))
+    answers_dir = data_dir / str(dataset["answers_dir"]) if dataset.get("answers_dir") else answers.parent
+    for path, key in ((answers, "answers"), (sample, "sample_submission"), (answers_dir, "answers_dir")):
+        if not path.exists():
+            raise InvalidInput(
+                f"config.yaml: dataset.{key} is {path}, which does not exist; run the benchmark's prepare step "
+                f"(`python -m rexmle.cli prepare {task_id}`) or pass the data folder it filled with --data-dir",
+                field=f"dataset.{key}",
+            )
+    public_src, private_src = sample.parent, answers.parent
+    while private_src != data_dir and private_src.name != "private":
+        private_src = private_src.parent
+    if private_src == data_dir:
+        private_src = answers.parent
+    return _build(folder, config, task_id, public_src, private_src, answers, answers_dir, sample, primary_metric)
+
+
+def _data_dir(folder: Path, task_id: str, dataset: dict[str, Any], given: Path | None) -> Path:
+    if given is not None:
+        return given.expanduser().resolve()
+    # ReX-MLE's default data folder is `<repository>/data`, the repository being three levels up.
+    for candidate in (folder.parents[2] / "data" if len(folder.parents) > 2 else None, folder.parent):
+        if candidate is not None and (candidate / str(dataset.get("answers", ""))).is_file():
+            return candidate
+    raise InvalidInput(
+        f"config.yaml: dataset.answers ({dataset.get('answers')!r}) is relative to the benchmark's data folder; "
+        f"pass it with --data-dir DIR (the folder holding {task_id}/prepared/)",
+        field="--data-dir",
+    )
+
+
+def _build(
+    folder: Path, config: dict[str, Any], task_id: str, public_src: Path, private_src: Path, answers: Path,
+    answers_dir: Path, sample: Path, primary_metric: str | None,
+) -> ImportedTask:  # fmt: skip
+    public = public_src.name  # the prepared folder keeps its name under task/ ("public")
+    sample_rel = f"{public}/{sample.relative_to(public_src).as_posix()}"
+    adapters = benchmark_label_adapters(task_id)
+    layout = infer(public_src.parent, public, str(answers), answers_dir, sample_rel, adapters)
+    directions = _directions(folder)
+    competition = str(_require(config, "competition_type", "config.yaml"))
+    task_type = _task_type(competition, directions, layout.label_ending)
+    primary, why = _primary(config, directions, folder, primary_metric)
+    rel_answers = "answers/" + answers.relative_to(private_src).as_posix()
+    rel_answers_dir = (
+        "answers/" + answers_dir.relative_to(private_src).as_posix() if answers_dir != private_src else "answers"
+    )
+    sample_header, _ = read_rows(sample)
+    file_column = _file_column(sample)
+    grade_fn = str(((config.get("grader") or {}).get("grade_fn")) or "")
+    module, _, function = grade_fn.partition(":")
+    if not module or not function:
+        raise InvalidInput(
+            f"config.yaml: grader.grade_fn {grade_fn!r} must be 'module.path:function'", field="grader.grade_fn"
+        )
+    grader_file = module.rsplit(".", 1)[-1] + ".py"
+    if not (folder / grader_file).is_file():
+        raise InvalidInput(
+            f"config.yaml: grader.grade_fn names {module}; {grader_file} is not in {folder}", field="grader.grade_fn"
+        )
+    metadata = {str(k): v for k, v in (config.get("metadata") or {}).items() if isinstance(v, (str, int, float))}
+    ending = ending_of(layout.train_images[0].replace("{case}", "x"))
+    data = {
+        "id": re.sub(r"[^a-z0-9._-]+", "-", task_id.lower()),
+        "title": str(config.get("name") or task_id),
+        "description": _description(folder, config) or str(config.get("description") or ""),
+        "modality": infer_modality(
+            " ".join(str(v) for v in (metadata.get("modality"), config.get("name"), config.get("description")) if v)
+        ),
+        "anatomy": str(metadata.get("anatomy") or "unspecified"),
+        "task_type": task_type,
+        "layout": {
+            "train_images": str(PurePosixPath(layout.train_images[0]).parent),
+            "test_images": str(PurePosixPath(layout.test_images[0]).parent) if layout.test_images else None,
+            "labels_table": layout.labels_table,
+            "file_ending": ending,
+            "channels": layout.channels,
+            "case_files": {
+                "train_images": layout.train_images,
+                "train_label": layout.train_label,
+                "test_images": layout.test_images,
+                "test_ids_table": sample_rel,
+                "test_id_column": layout.id_column,
+            },
+        },
+        "metrics": [{"name": n, "direction": d} for n, d in directions.items()],
+        "primary_metric": primary,
+        "prediction": {"file_type": _file_type(sample, file_column, layout.label_ending), "csv_columns": sample_header},
+        "submission": {
+            "columns": sample_header,
+            "id_column": layout.id_column,
+            "file_column": file_column,
+            "sample_submission": sample_rel,
+        },
+        "grader": {
+            "file": f"grader/{grader_file}",
+            "function": function,
+            "module": module,
+            "answers": rel_answers,
+            "answers_dir": rel_answers_dir,
+            "id_column": layout.id_column,
+            "fold_answers": [{k: v for k, v in c.items() if k != "input"} for c in layout.answer_columns],
+            "metric_keys": list(directions),
+        },
+        "source": {
+            "format": "rex_mle",
+            "origin": str(folder),
+            "metadata": {**metadata, "competition_type": competition, "primary_metric_rule": why},
+        },
+    }
+    contract: TaskContract = parse_contract(data, source_file="config.yaml")
+    private = [(private_src, "answers"), (folder, "grader")]
+    return ImportedTask(contract, [(public_src, public)], private, contract.description)
+
+
+def benchmark_label_adapters(task_id: str) -> dict[str, dict[str, Any]]:
+    """Answers column → label adapter, for challenges whose preparation converts its test labels."""
+    from registry.loader import label_adapters
+
+    entries = label_adapters().get(task_id, {})
+    return {column: entry.model_dump() for column, entry in entries.items()}
+
+
+def infer_modality(text: str) -> str:
+    lower = text.lower()
+    return next((modality for modality, pattern in MODALITY_WORDS if re.search(pattern, lower)), "other")
+
+
+def _task_type(competition: str, directions: dict[str, str], label_ending: str | None) -> str:
+    if competition not in TASK_TYPES:
+        raise InvalidInput(
+            f"config.yaml: competition_type {competition!r} is not one of {sorted(TASK_TYPES)}",
+            field="competition_type",
+        )
+    task_type = TASK_TYPES[competition]
+    if task_type == "segmentation" and any(re.fullmatch(r"f1_0\.\d+", m) for m in directions):
+        return "instance_segmentation"  # F1 at IoU thresholds: instances are matched, not voxels
+    if task_type == "classification" and label_ending in (".yaml", ".yml", ".json"):
+        return "graph_classification"  # a file of edges per case, not one class per case
+    return task_type
+
+
+def _primary(config: dict[str, Any], directions: dict[str, str], folder: Path, given: str | None) -> tuple[str, str]:
+    """The primary metric and the rule that chose it (recorded in the contract; never silent)."""
+    keys = list(directions)
+    if given is not None:
+        if given not in directions:
+            raise InvalidInput(
+                f"--primary-metric {given!r} is not one of the task's metrics {keys}", field="--primary-metric"
+            )
+        return given, "given at init"
+    named = [((config.get("metadata") or {}).get("primary_metric"), "metadata.primary_metric"),
+             ((config.get("grader") or {}).get("name"), "grader.name")]  # fmt: skip
+    for name, where in named:
+        if name in directions:
+            return str(name), f"config.yaml {where}"
+    for name, where in named:
+        for synonym in GRADER_NAME_SYNONYMS.get(str(name), ()):
+            match = next((k for k in keys if k == synonym or k.startswith(synonym + "_")), None)
+            if match:
+                return match, f"config.yaml {where} {name!r} means {match!r}"
+    board = folder / "leaderboard.csv"
+    if board.is_file():
+        header, _ = read_rows(board)
+        ranked = next((c for c in header if c in directions), None)
+        if ranked:
+            return ranked, "the first metric column of leaderboard.csv"
+    raise InvalidInput(
+        f"config.yaml: grader.name {named[1][0]!r} is not a metric of metric_config.json {keys}; "
+        "choose one with --primary-metric",
+        field="--primary-metric",
+    )
+
+
+def _file_column(sample: Path) -> str | None:
+    header, rows = read_rows(sample)
+    for column in header[1:]:
+        values = [r.get(column) or "" for r in rows]
+        if values and all(v and ("/" in v or ending_of(v) in FILE_TYPES) and not _is_number(v) for v in values):
+            return column
+    return None
+
+
+def _file_type(sample: Path, file_column: str | None, label_ending: str | None) -> str:
+    if file_column is None:
+        return "csv"
+    _, rows = read_rows(sample)
+    return FILE_TYPES.get(ending_of(rows[0][file_column] if rows else ""), FILE_TYPES.get(label_ending or "", "none"))
+
+
+def _is_number(value: str) -> bool:
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
