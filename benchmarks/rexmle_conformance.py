@@ -14,7 +14,8 @@ CHECKOUT is a checkout of rajpurkarlab/ReX-MLE (or set REXMLE_DIR). For each cha
        perfect  — validation predictions equal to the fold's answers, a perfect test submission:
                   must be accepted, with the real grade_fn having judged the test submission;
        broken   — the same with a test submission that breaks the format: SUBMISSION_INVALID;
-       trivial  — empty / constant predictions: must be rejected.
+       trivial  — the task type's trivial predictor (empty masks, the input image, one fixed answer
+                  for every case, the training mean of a table): must be rejected.
 It prints a table and N/20, and writes benchmarks/results/rexmle_conformance.json.
 
 The perfect attempt memorises its predictions in its checkpoint (no holdout is configured), so it
@@ -39,14 +40,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import write_result  # noqa: E402
-from benchmarks.rexmle import raw_misc, raw_pathology, raw_topcow  # noqa: E402
-from server.connect import ensure_worktree  # noqa: E402
-from server.demo import start_server, stop_server  # noqa: E402
-from server.local_client import call as admin_call  # noqa: E402
-from server.mcp_client import ToolCallFailed, call, connect  # noqa: E402
-from server.workspace import Workspace  # noqa: E402
-from tools.task.fold_answers import write_fold_answers  # noqa: E402
+from benchmarks._common import write_result
+from benchmarks.rexmle import raw_misc, raw_pathology, raw_topcow
+from server.connect import ensure_worktree
+from server.demo import start_server, stop_server
+from server.local_client import call as admin_call
+from server.mcp_client import call, connect
+from server.workspace import Workspace
+from tools.task.fold_answers import write_fold_answers
 
 HERE = Path(__file__).resolve().parent
 WRITERS = {**raw_misc.WRITERS, **raw_pathology.WRITERS, **raw_topcow.WRITERS}
@@ -171,7 +172,11 @@ async def _attempt(
     base = worktree / "attempts" / kind
     shutil.rmtree(base, ignore_errors=True)
     fold_dir, test_dir = base / "fold0", base / "submission"
-    _fold_predictions(workspace, prepared, challenge_id, val_cases, fold_dir, "trivial" if kind == "trivial" else "perfect")
+    fold_kind = "trivial" if kind == "trivial" else "perfect"
+    if fold_kind == "trivial" and workspace.contract().submission.file_column is None:
+        _mean_table(workspace, val_cases, fold_dir)  # a table's trivial predictor: the training mean
+    else:
+        _fold_predictions(workspace, prepared, challenge_id, val_cases, fold_dir, fold_kind)
     SUBMITTERS[challenge_id](prepared, test_dir, kind)
     checkpoint = base / "checkpoint.zip"
     _zip(fold_dir, checkpoint)
@@ -211,6 +216,22 @@ def _fold_predictions(
         SUBMITTERS[challenge_id](pseudo, into, kind)
     finally:
         shutil.rmtree(pseudo, ignore_errors=True)
+
+
+def _mean_table(workspace: Workspace, cases: list[str], into: Path) -> None:
+    """Every value column at its training mean: the trivial predictor of a table task."""
+    contract = workspace.contract()
+    table = contract.layout.labels_table
+    assert table is not None
+    with (workspace.task_dir / table).open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    columns = contract.submission.columns
+    means = {c: sum(float(r[c]) for r in rows) / len(rows) for c in columns[1:] if rows and c in rows[0]}
+    into.mkdir(parents=True, exist_ok=True)
+    with (into / "submission.csv").open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(columns)
+        writer.writerows([case, *(means.get(c, 0.0) for c in columns[1:])] for case in cases)
 
 
 def _fold_sample(sample: Path, target: Path, cases: list[str]) -> None:

@@ -1,8 +1,10 @@
 """submit_attempt and withdraw_attempt: record an attempt bound to a commit, with its evidence frozen.
 
 Every declared path is confined to the caller's worktree and every file is copied, read-only and
-content-addressed, into `artifacts/` before the attempt is recorded; the ledger rows (attempt,
-artifacts, declared scores) and the attempt's manifest are written in one transaction.
+content-addressed, into `artifacts/` before the attempt is recorded; the commit and its history are
+copied into the server's commit store (no worktree can erase them there). The ledger rows (attempt,
+artifacts, declared scores), the commit's pins and the attempt's manifest are written in one
+transaction. A reused idempotency key returns the first attempt only if the content is the same.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from server.artifacts import ArtifactStore, DeclaredFile, FrozenFile, collect
 from server.context import ToolContext
 from server.errors import NotFound, invalid
 from server.ledger.attempts import ArtifactRow, NewAttempt
-from server.repo import pin_commit, resolve_commit
+from server.repo import pin_commit, resolve_commit, store_commit
 from server.toolkit import WORKERS, Progress, ToolResult, ToolSpec
 
 
@@ -65,15 +67,14 @@ def submit_attempt(
 ) -> SubmitAttemptResult:
     """Record an attempt (commit, folds, declared scores, artifact paths); its files are frozen now.
     Returns attempt_id with status pending; then call request_review."""
-    agent = ctx.caller.agent_id
-    if request.idempotency_key and (known := ctx.ledger.attempts.by_key(agent, request.idempotency_key)):
-        return _result(ctx, known, [])
+    agent, ws = ctx.caller.agent_id, ctx.workspace
     _check_request(ctx, request)
-    sha = resolve_commit(ctx.workspace.repo_dir, request.commit)
+    sha = resolve_commit(ws.repo_dir, request.commit)
     if sha is None:
         raise NotFound(
             f"commit: {request.commit!r} is not a commit of the run's repository; commit first", field="commit"
         )
+    store_commit(ws.commit_store, ws.repo_dir, sha)
     declared = _declared(ctx, request.artifacts)
     frozen = _freeze(ctx, declared, progress)
     rows = [
@@ -89,11 +90,12 @@ def submit_attempt(
     store = ArtifactStore(ctx.workspace)
 
     def finish(attempt_id: str) -> str:
-        pin_commit(ctx.workspace.repo_dir, sha, attempt_id)
+        pin_commit(ws.commit_store, sha, attempt_id)
+        pin_commit(ws.repo_dir, sha, attempt_id)
         return store.write_manifest(attempt_id, _manifest(attempt_id, new))
 
-    attempt_id, _ = ctx.ledger.attempts.create(new, on_created=finish)
-    return _result(ctx, attempt_id, _warnings(ctx, request))
+    attempt_id, created = ctx.ledger.attempts.create(new, on_created=finish)
+    return _result(ctx, attempt_id, _warnings(ctx, request) if created else [])
 
 
 def _check_request(ctx: ToolContext, request: SubmitAttemptInput) -> None:

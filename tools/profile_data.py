@@ -36,14 +36,21 @@ def _strata(task_dir: Path, contract: TaskContract) -> dict[str, dict[str, str]]
         return {row["case_id"]: {k: v for k, v in row.items() if k != "case_id"} for row in csv.DictReader(handle)}
 
 
-def _profile_case(task_dir: Path, case: Case, strata: dict[str, dict[str, str]]) -> Any:
+IMAGE_LABEL_ENDINGS = (".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".png", ".tif", ".tiff", ".bmp", ".jpg")
+
+
+def _profile_case(task_dir: Path, case: Case, strata: dict[str, dict[str, str]], train_ids: set[str]) -> Any:
     from tools.profiling import ProfileCase
 
+    # Benchmarks may reuse ids across splits (ldct-iqa: train 0000… and test 0000…).
+    case_id = f"test/{case.case_id}" if case.split == "test" and case.case_id in train_ids else case.case_id
+    # Label files that are not images (GeoJSON, COCO, box text, edge YAML) are not voxel statistics.
+    image_label = case.label_path is not None and case.label_path.lower().endswith(IMAGE_LABEL_ENDINGS)
     return ProfileCase(
-        case_id=case.case_id,
+        case_id=case_id,
         split=case.split,  # type: ignore[arg-type]
         image_paths=[str(task_dir / p) for p in case.image_paths],
-        label_path=str(task_dir / case.label_path) if case.label_path else None,
+        label_path=str(task_dir / case.label_path) if case.label_path and image_label else None,
         group=case.group if case.split == "train" else None,
         extra=strata.get(case.case_id, {}),
     )
@@ -56,10 +63,11 @@ def build_request(workspace: Workspace, contract: TaskContract, folds: LockedFol
     task_dir = workspace.task_dir.resolve()
     strata = _strata(task_dir, contract)
     cases = [*discover_cases(task_dir, contract.layout, "train"), *discover_cases(task_dir, contract.layout, "test")]
+    train_ids = {c.case_id for c in cases if c.split == "train"}
     layout = contract.layout
     return ProfileRequest(
         task_type=contract.task_type,
-        cases=[_profile_case(task_dir, case, strata) for case in cases],
+        cases=[_profile_case(task_dir, case, strata, train_ids) for case in cases],
         label_values=dict(layout.label_values) or None,
         channel_names=dict(enumerate(layout.channels)),
         labels_table=LabelsTable(path=str(task_dir / layout.labels_table)) if layout.labels_table else None,

@@ -1,8 +1,9 @@
 """request_review, get_review and leaderboard: the independent review of attempts and its results.
 
-`request_review` queues the review and returns at once; `get_review` waits at most `wait_s` (never
-past the server's max_wait_s) and reports progress; `leaderboard` ranks accepted attempts by the
-reviewer's verified primary metric only.
+`request_review` queues the review and returns at once; a finished review is reused unless the
+attempt's frozen files or stored commit changed since its verdict, or it was revoked. `get_review`
+waits at most `wait_s` (never past the server's max_wait_s) and reports progress; `leaderboard`
+ranks accepted attempts by the reviewer's verified primary metric only.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pydantic import BaseModel, Field
 from server.context import ToolContext
 from server.errors import invalid
 from server.reviewer import reviewer
+from server.reviewer.audit import evidence_changed
 from server.toolkit import ALL_ROLES, WORKERS, Progress, ToolResult, ToolSpec
 
 POLL_S = 5.0
@@ -34,7 +36,10 @@ def request_review(ctx: ToolContext, request: RequestReviewInput) -> ReviewQueue
     """Queue the independent review of your attempt; returns review_id at once. Poll get_review."""
     owner = ctx.caller.agent_id if ctx.caller.role == "agent" else None
     pool = reviewer(ctx.services)
-    review, created = ctx.ledger.reviews.request(request.attempt_id, ctx.caller.agent_id, owner)
+    again = ctx.ledger.attempts.exists(request.attempt_id) and evidence_changed(
+        ctx.ledger, ctx.workspace, request.attempt_id
+    )
+    review, created = ctx.ledger.reviews.request(request.attempt_id, ctx.caller.agent_id, owner, again=again)
     if created:
         pool.submit(review["review_id"])
     return ReviewQueued(review_id=review["review_id"], attempt_id=request.attempt_id, status=review["status"])

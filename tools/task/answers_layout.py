@@ -23,7 +23,7 @@ from typing import Any
 from server.errors import InvalidInput
 from tools.task.cases import template_ids
 
-IMAGE_ENDINGS = (".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".png", ".jpg", ".jpeg", ".tiff", ".tif", ".bmp")
+IMAGE_ENDINGS = (".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".png", ".jpg", ".jpeg", ".tiff", ".tif", ".bmp", ".dcm")
 FILE_ENDINGS = (*IMAGE_ENDINGS, ".json", ".geojson", ".yaml", ".yml", ".txt", ".csv", ".npy", ".npz")
 
 
@@ -39,6 +39,7 @@ class InferredLayout:
     labels_table: str | None
     label_ending: str | None
     answer_columns: list[dict[str, Any]] = field(default_factory=list)
+    target_values: list[str] = field(default_factory=list)  # the test answers' first value column
 
 
 def read_rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
@@ -115,6 +116,8 @@ def infer(
         raise InvalidInput(f"{Path(answers).name}: no answers for the sample submission's ids {missing[:5]}")
     layout = _columns(task_dir, public, answers_dir, header, by_id, id_column, Path(answers).name, adapters or {})
     layout.test_ids = test_ids
+    targets = [c for c in sample_header[1:] if c in header] or header[1:2]
+    layout.target_values = [r.get(targets[0]) or "" for r in rows] if targets else []
     return layout
 
 
@@ -261,7 +264,8 @@ def _image_by_stem(task_dir: Path, public: str, split: str, case_id: str | None,
     the labels' folder."""
     root = task_dir / public / split
     others = sorted(p for p in root.iterdir() if p.is_dir() and p.name != "images") if root.is_dir() else []
-    for folder in (root / "images", root, *others):
+    nested = sorted(p / split for p in (task_dir / public).iterdir() if (p / split).is_dir())  # e.g. jpeg/train
+    for folder in (root / "images", root, *others, *nested):
         if not folder.is_dir() or folder.relative_to(task_dir).as_posix() == skip or "label" in folder.name:
             continue
         files = sorted(p for p in folder.iterdir() if p.is_file() and p.name.lower().endswith(IMAGE_ENDINGS))

@@ -33,12 +33,25 @@ def _index_files(folder: Path, layout: DataLayout) -> dict[str, dict[int, Path]]
     pattern = re.compile(layout.case_id_pattern)
     found: dict[str, dict[int, Path]] = defaultdict(dict)
     for path in sorted(folder.iterdir()):
-        stem = _stem(path.name, layout.file_ending)
+        stem = _stem(path.name, layout.file_ending) if not path.name.startswith(".") else None
         match = pattern.match(stem) if stem is not None else None
         if match is None:
             continue
         channel = match.groupdict().get("channel")
         found[match.group("case")][int(channel) if channel else 0] = path
+    return found
+
+
+def _index_labels(folder: Path, ending: str) -> dict[str, Path]:
+    """Label files are named by the case alone (`case_0001.nii.gz`): the whole stem is the id, even
+    when it ends in digits that look like a channel suffix."""
+    if not folder.is_dir():
+        raise InvalidInput(f"layout: folder {folder.name!r} does not exist under the task folder")
+    found = {}
+    for path in sorted(folder.iterdir()):
+        stem = _stem(path.name, ending)
+        if stem and not path.name.startswith("."):
+            found[stem] = path
     return found
 
 
@@ -89,7 +102,8 @@ def template_ids(task_dir: Path, template: str) -> list[str]:
     if not folder.is_dir():
         raise InvalidInput(f"layout.case_files: folder {str(PurePosixPath(template).parent)!r} does not exist")
     pattern = template_regex(template)
-    return sorted({m.group("case") for p in folder.iterdir() if (m := pattern.fullmatch(p.name))})
+    names = [p.name for p in folder.iterdir() if not p.name.startswith(".")]  # macOS `._x` files in real data
+    return sorted({m.group("case") for name in names if (m := pattern.fullmatch(name))})
 
 
 def table_ids(table: Path, column: str | None) -> list[str]:
@@ -143,7 +157,7 @@ def discover_cases(task_dir: Path, layout: DataLayout, split: str = "train") -> 
     images = _index_files(task_dir / folder, layout)
     labels = {}
     if split == "train" and layout.train_labels:
-        labels = {cid: files[0] for cid, files in _index_files(task_dir / layout.train_labels, layout).items()}
+        labels = _index_labels(task_dir / layout.train_labels, layout.file_ending)
     groups = {}
     if layout.groups_table and layout.group_key:
         groups = read_groups(task_dir / layout.groups_table, layout.group_key)

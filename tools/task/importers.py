@@ -54,6 +54,9 @@ def import_task(source: Path, data_dir: Path | None = None, primary_metric: str 
             return import_challenge(source, data_dir, primary_metric)
         return import_rex_mle(source)
     if (source / "dataset.json").is_file():
+        spec = _read_json(source / "dataset.json")
+        if isinstance(spec, dict) and "training" in spec and "channel_names" not in spec:
+            return import_msd(source, spec)
         return import_nnunet(source)
     raise InvalidInput(
         f"TASK: {source} holds no task.yaml, config.yaml (ReX-MLE) or dataset.json (nnU-Net raw)",
@@ -182,9 +185,13 @@ def import_rex_mle(folder: Path) -> ImportedTask:
 
 
 def _description(folder: Path, config: dict[str, Any]) -> str:
-    name = config.get("description") or "description.md"
-    path = folder / name
-    return path.read_text(encoding="utf-8") if path.is_file() else ""
+    """The description file: named by config.yaml (relative to the folder, or a repository path
+    ending in the folder's own file, as MLE-bench writes it), else description.md."""
+    name = str(config.get("description") or "description.md")
+    for path in (folder / name, folder / Path(name).name, folder / "description.md"):
+        if path.is_file() and path.suffix in (".md", ".txt"):
+            return path.read_text(encoding="utf-8")
+    return ""
 
 
 def _grader(grader: dict[str, Any], folder: Path) -> dict[str, str] | None:
@@ -245,3 +252,59 @@ def import_nnunet(folder: Path) -> ImportedTask:
     contract = parse_contract(data, source_file="dataset.json")
     copies = [(folder / rel, rel) for rel in ("imagesTr", "labelsTr", "imagesTs") if (folder / rel).is_dir()]
     return ImportedTask(contract, copies, [], contract.description)
+
+
+def import_msd(folder: Path, spec: dict[str, Any]) -> ImportedTask:
+    """A Medical Segmentation Decathlon (v1) task: `dataset.json` with `modality`, `labels` as
+    value → name, and `training` / `test` lists of paths; one NIfTI per case holds every channel."""
+    modality = _require(spec, "modality", "dataset.json")
+    labels = _require(spec, "labels", "dataset.json")
+    training = _require(spec, "training", "dataset.json")
+    if not isinstance(training, list) or not all(isinstance(t, dict) and "image" in t for t in training):
+        raise InvalidInput("dataset.json: field training must be a list of {image, label} paths", field="training")
+    ids = [_msd_case(str(t["image"]), "imagesTr") for t in training]
+    missing = [i for i in ids if not (folder / "imagesTr" / f"{i}.nii.gz").is_file()]
+    if missing:
+        raise InvalidInput(f"dataset.json: training cases {missing[:5]} have no file in imagesTr/", field="training")
+    channels = [str(modality[k]) for k in sorted(modality, key=int)]
+    first = channels[0].lower()
+    has_test = (folder / "imagesTs").is_dir()
+    layout = {
+        "train_images": "imagesTr",
+        "train_labels": "labelsTr",
+        "test_images": "imagesTs" if has_test else None,
+        "file_ending": ".nii.gz",
+        "channels": channels,
+        "label_values": {int(k): str(v) for k, v in labels.items()},
+        "case_files": {
+            "train_images": ["imagesTr/{case}.nii.gz"],
+            "train_label": "labelsTr/{case}.nii.gz",
+            "test_images": ["imagesTs/{case}.nii.gz"] if has_test else [],
+        },
+    }
+    data = {
+        "id": re.sub(r"[^a-z0-9._-]+", "-", str(spec.get("name") or folder.name).lower()),
+        "title": str(spec.get("name") or folder.name),
+        "description": str(spec.get("description") or ""),
+        "modality": "CT" if first == "ct" else "MRI" if first in MRI_CHANNELS or "mr" in first else "other",
+        "task_type": "segmentation",
+        "layout": layout,
+        "metrics": [
+            {"name": "dice", "direction": "higher_better", "convention": DEFAULT_CONVENTIONS["dice"]},
+            {"name": "hd95", "direction": "lower_better", "convention": DEFAULT_CONVENTIONS["hd95"]},
+        ],
+        "primary_metric": "dice",
+        "prediction": {"file_type": "nifti", "label_values": sorted(int(k) for k in labels)},
+        "submission": {"columns": ["case_id", "prediction_path"], "file_column": "prediction_path"},
+        "source": {"format": "msd", "origin": str(folder), "metadata": {"reference": str(spec.get("reference", ""))}},
+    }
+    contract = parse_contract(data, source_file="dataset.json")
+    copies = [(folder / rel, rel) for rel in ("imagesTr", "labelsTr", "imagesTs") if (folder / rel).is_dir()]
+    return ImportedTask(contract, copies, [], contract.description)
+
+
+def _msd_case(path: str, folder: str) -> str:
+    name = path.replace("\\", "/").split("/")[-1]
+    if not name.endswith(".nii.gz"):
+        raise InvalidInput(f"dataset.json: {path!r} is not a .nii.gz file in {folder}/", field="training")
+    return name[: -len(".nii.gz")]

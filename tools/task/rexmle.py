@@ -16,10 +16,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from server.errors import InvalidInput
-from tools.task.answers_layout import ending_of, infer, read_rows
+from tools.task.answers_layout import InferredLayout, ending_of, infer, read_rows
 from tools.task.contract import TaskContract, parse_contract
 from tools.task.importers import ImportedTask, _description, _directions, _read_yaml, _require
 
+GENERIC_COMPETITION_TYPES = ("simple", "code")
 TASK_TYPES = {
     "segmentation": "segmentation",
     "detection": "detection",
@@ -95,9 +96,9 @@ def _build(
     sample_rel = f"{public}/{sample.relative_to(public_src).as_posix()}"
     adapters = benchmark_label_adapters(task_id)
     layout = infer(public_src.parent, public, str(answers), answers_dir, sample_rel, adapters)
-    directions = _directions(folder)
+    directions = _directions(folder) if (folder / "metric_config.json").is_file() else _board_direction(folder, config)
     competition = str(_require(config, "competition_type", "config.yaml"))
-    task_type = _task_type(competition, directions, layout.label_ending)
+    task_type = _task_type(competition, directions, layout)
     primary, why = _primary(config, directions, folder, primary_metric)
     rel_answers = "answers/" + answers.relative_to(private_src).as_posix()
     rel_answers_dir = (
@@ -161,7 +162,7 @@ def _build(
             "metric_keys": list(directions),
         },
         "source": {
-            "format": "rex_mle",
+            "format": "mle_bench" if module.startswith("mlebench.") else "rex_mle",
             "origin": str(folder),
             "metadata": {**metadata, "competition_type": competition, "primary_metric_rule": why},
         },
@@ -184,7 +185,26 @@ def infer_modality(text: str) -> str:
     return next((modality for modality, pattern in MODALITY_WORDS if re.search(pattern, lower)), "other")
 
 
-def _task_type(competition: str, directions: dict[str, str], label_ending: str | None) -> str:
+def _board_direction(folder: Path, config: dict[str, Any]) -> dict[str, str]:
+    """MLE-bench has no metric_config.json: one metric, `grader.name`, whose direction is the
+    leaderboard's order (its first row holds the best score), as MLE-bench's own grader decides."""
+    name = str(_require(config.get("grader") or {}, "name", "config.yaml", "grader."))
+    board = folder / "leaderboard.csv"
+    _, rows = read_rows(board) if board.is_file() else ([], [])
+    scores = [float(r["score"]) for r in rows if _is_number(r.get("score") or "")]
+    if len(scores) < 2 or scores[0] == scores[-1]:
+        raise InvalidInput(
+            f"{folder.name}: no metric_config.json, and leaderboard.csv cannot tell whether a higher {name!r} is "
+            "better; add metric_config.json with metric_directions",
+            field="metric_config.json",
+        )
+    return {name: "lower_better" if scores[0] < scores[-1] else "higher_better"}
+
+
+def _task_type(competition: str, directions: dict[str, str], layout: InferredLayout) -> str:
+    label_ending = layout.label_ending
+    if competition in GENERIC_COMPETITION_TYPES:  # MLE-bench: "simple" / "code" say nothing of the task
+        return _type_from_answers(layout)
     if competition not in TASK_TYPES:
         raise InvalidInput(
             f"config.yaml: competition_type {competition!r} is not one of {sorted(TASK_TYPES)}",
@@ -196,6 +216,18 @@ def _task_type(competition: str, directions: dict[str, str], label_ending: str |
     if task_type == "classification" and label_ending in (".yaml", ".yml", ".json"):
         return "graph_classification"  # a file of edges per case, not one class per case
     return task_type
+
+
+def _type_from_answers(layout: InferredLayout) -> str:
+    """A task type from the answers' kinds: label files → segmentation; a per-case value column → a
+    class (few distinct values) or a regression target."""
+    if layout.label_ending is not None:
+        return "segmentation"
+    values = layout.target_values
+    numeric = [v for v in values if _is_number(v)]
+    if len(numeric) == len(values) and len(set(values)) > 20:
+        return "regression"
+    return "classification"
 
 
 def _primary(config: dict[str, Any], directions: dict[str, str], folder: Path, given: str | None) -> tuple[str, str]:
