@@ -7,7 +7,13 @@ over the whole timed phase, per-review latency (request → verdict), the review
 compute time, submit latency, and the pool's one-off start (the fork server importing the
 reviewer), measured separately.
 
-    python benchmarks/review_throughput.py [--submitters 8] [--attempts 4] [--workers 2]
+Three modes, each on a fresh demo workspace and pool: `replay-bwrap` (honest model attempts whose
+inference command the reviewer replays in the bubblewrap sandbox: the production path),
+`replay-none` (the same, replay_sandbox=none: the sandbox's own cost) and `no-replay` (the same
+predictions without an inference command: PRED_NOT_REPRODUCED fires at once, nothing is replayed,
+so the latency is that of every other check).
+
+    python benchmarks/review_throughput.py [--submitters 8] [--attempts 4] [--workers 2] [--modes ...]
 """
 
 from __future__ import annotations
@@ -29,12 +35,15 @@ from server.context import Services
 from server.ledger import Ledger
 from server.reviewer import reviewer, stop_reviewer
 from server.settings import Settings
-from tests.server.reviewer.sandbox import AgentSandbox, call, client_for, marked
+from tests.server.reviewer.sandbox import AgentSandbox, call, client_for
+
+MODES = ("no-replay", "replay-none", "replay-bwrap")
 
 
 def _prepare(
-    services: Services, submitters: int, attempts: int, prefix: str = "bench"
+    services: Services, submitters: int, attempts: int, prefix: str = "bench", replay: bool = True, first_seed: int = 0
 ) -> dict[str, list[dict[str, Any]]]:
+    """Honest model attempts, one checkpoint seed each (distinct seeds: no two attempts duplicate)."""
     k = services.workspace.folds().k
     plans: dict[str, list[dict[str, Any]]] = {}
     for agent in range(submitters):
@@ -42,14 +51,17 @@ def _prepare(
         sha = box.commit()
         plans[box.agent_id] = []
         for index in range(attempts):
-            seed, fold = (1000 if prefix == "bench" else 9000) + agent * attempts + index, (agent + index) % k
-            folder = box.write_predictions(fold, marked(seed), folder=f"outputs/a{index}")
-            plans[box.agent_id].append(box.payload(sha, fold, folder))
+            seed, fold = first_seed + agent * attempts + index, (agent + index) % k
+            payload = box.model_payload(sha, fold, seed)
+            if not replay:
+                payload.pop("inference_command")
+            plans[box.agent_id].append(payload)
         services.ledger.identities.create_token(box.agent_id, "agent")
     return plans
 
 
 async def _submitter(services: Services, agent_id: str, payloads: list[dict[str, Any]]) -> list[dict[str, float]]:
+    expected = "accepted" if payloads[0].get("inference_command") else "rejected"  # no-replay: PRED_NOT_REPRODUCED
     timings = []
     async with client_for(services, agent_id) as client:
         for payload in payloads:
@@ -60,7 +72,7 @@ async def _submitter(services: Services, agent_id: str, payloads: list[dict[str,
             review = {"status": "queued"}
             while review["status"] not in ("done", "failed"):
                 review = await call(client, "get_review", {"review_id": queued["review_id"], "wait_s": 30})
-            assert review["verdict"] == "accepted", review
+            assert review["verdict"] == expected, review
             timings.append({"submit_s": submitted - started, "review_s": time.monotonic() - submitted})
     return timings
 
@@ -80,20 +92,18 @@ async def _run(services: Services, plans: dict[str, list[dict[str, Any]]]) -> tu
     return time.monotonic() - started, [t for timings in results for t in timings]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--submitters", type=int, default=8)
-    parser.add_argument("--attempts", type=int, default=4, help="attempts per submitter")
-    parser.add_argument("--workers", type=int, default=2, help="review_workers (the setting's default is 2)")
-    args = parser.parse_args()
+def _measure(mode: str, args: argparse.Namespace) -> dict[str, Any]:
     ws = demo_workspace()
-    settings = Settings(workspace=ws.root, port=0, review_workers=args.workers)
+    sandbox = "none" if mode == "replay-none" else "bwrap" if mode == "replay-bwrap" else "auto"
+    settings = Settings(workspace=ws.root, port=0, review_workers=args.workers, replay_sandbox=sandbox)
     services = Services(settings=settings, workspace=ws, ledger=Ledger(ws.ledger_path))
+    replay = mode != "no-replay"
     try:
-        plans = _prepare(services, args.submitters, args.attempts)
+        plans = _prepare(services, args.submitters, args.attempts, replay=replay)
         boot = time.monotonic()
         reviewer(services)
-        asyncio.run(_run(services, _prepare(services, 1, 1, "warmup")))  # boots the fork server before the clock
+        warmup = _prepare(services, 1, 1, "warmup", replay, first_seed=args.submitters * args.attempts)
+        asyncio.run(_run(services, warmup))  # boots the fork server before the clock
         boot_s = time.monotonic() - boot
         wall_s, timings = asyncio.run(_run(services, plans))
         compute = [
@@ -106,19 +116,38 @@ def main() -> None:
         stop_reviewer(services)
         services.ledger.close()
     n = len(timings)
-    payload = {
-        "task": "demo-liver-lesion-ct (64x64x20, 4 validation cases per fold, Dice + HD95 per label)",
-        "submitters": args.submitters,
+    return {
         "attempts": n,
-        "review_workers": args.workers,
         "wall_s": round(wall_s, 2),
         "reviews_per_minute": round(60 * n / wall_s, 1),
         "review_latency_s": _quantiles([t["review_s"] for t in timings]),
         "review_compute_s": _quantiles(compute),
         "submit_latency_s": _quantiles([t["submit_s"] for t in timings]),
         "pool_start_and_first_review_s": round(boot_s, 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--submitters", type=int, default=8)
+    parser.add_argument("--attempts", type=int, default=4, help="attempts per submitter")
+    parser.add_argument("--workers", type=int, default=2, help="review_workers (the setting's default is 2)")
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    args = parser.parse_args()
+    modes = {mode: _measure(mode, args) for mode in args.modes}
+    payload: dict[str, Any] = {
+        "task": "demo-liver-lesion-ct (64x64x20, 4 validation cases per fold, Dice + HD95 per label)",
+        "submitters": args.submitters,
+        "review_workers": args.workers,
+        "replay_cases_per_fold": Settings.model_fields["replay_cases_per_fold"].default,
+        "modes": modes,
         "load_average_1m_at_end": round(os.getloadavg()[0], 2),  # other processes on the machine
     }
+    if "no-replay" in modes:
+        base = modes["no-replay"]["review_compute_s"]["median"]
+        payload["replay_cost_compute_median_s"] = {
+            m: round(v["review_compute_s"]["median"] - base, 3) for m, v in modes.items() if m != "no-replay"
+        }
     path = write_result("review_throughput", payload)
     print(json.dumps(payload, indent=2))
     print(f"wrote {path}")

@@ -1,4 +1,4 @@
-"""Operations of the local CLI: tokens, status, read-only SQL.
+"""Operations of the local CLI: tokens, status, read-only SQL, the re-audit.
 
 They run in the server process (through the admin routes, because the server owns the DuckDB
 file) or, when no server runs, directly on the file. Results are plain JSON-able dicts.
@@ -12,6 +12,7 @@ from typing import Any
 from server.context import Services
 from server.errors import InvalidInput
 from server.ledger import Ledger
+from server.workspace import Workspace
 
 
 def _jsonable(value: Any) -> Any:
@@ -57,16 +58,25 @@ def token_revoke(ledger: Ledger, name: str) -> dict[str, Any]:
     return {"agent_id": name, "revoked": revoked}
 
 
-ACTIONS: dict[str, Callable[[Ledger, dict[str, Any]], dict[str, Any]]] = {
-    "status": lambda ledger, body: status(ledger),
-    "sql": lambda ledger, body: sql(ledger, str(body.get("query", "")), int(body.get("limit", 1000))),
-    "token_create": lambda ledger, body: token_create(ledger, str(body.get("name")), str(body.get("role"))),
-    "token_list": lambda ledger, body: token_list(ledger),
-    "token_revoke": lambda ledger, body: token_revoke(ledger, str(body.get("name"))),
+def audit(ledger: Ledger, workspace: Workspace) -> dict[str, Any]:
+    from server.reviewer.audit import audit as run_audit
+
+    return run_audit(ledger, workspace).model_dump(mode="json")
+
+
+ACTIONS: dict[str, Callable[[Ledger, Workspace, dict[str, Any]], dict[str, Any]]] = {
+    "status": lambda ledger, ws, body: status(ledger),
+    "sql": lambda ledger, ws, body: sql(ledger, str(body.get("query", "")), int(body.get("limit", 1000))),
+    "token_create": lambda ledger, ws, body: token_create(ledger, str(body.get("name")), str(body.get("role"))),
+    "token_list": lambda ledger, ws, body: token_list(ledger),
+    "token_revoke": lambda ledger, ws, body: token_revoke(ledger, str(body.get("name"))),
+    "audit": lambda ledger, ws, body: audit(ledger, ws),
 }
+SLOW_ACTIONS = {"audit": 3600.0}  # seconds the CLI waits for the server; others get DEFAULT_WAIT_S
+DEFAULT_WAIT_S = 30.0
 
 
 def dispatch(services: Services, action: str, body: dict[str, Any]) -> dict[str, Any]:
     if action not in ACTIONS:
         raise InvalidInput(f"action: {action!r} is unknown; expected one of {sorted(ACTIONS)}", field="action")
-    return ACTIONS[action](services.ledger, body)
+    return ACTIONS[action](services.ledger, services.workspace, body)

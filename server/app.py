@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import anyio.to_thread
 from mcp.server import MCPServer
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
@@ -106,7 +107,8 @@ def _add_routes(mcp: MCPServer, services: Services) -> None:
             return JSONResponse({"error": "admin secret missing or wrong"}, status_code=403)
         try:
             body = json.loads(await request.body() or b"{}")
-            return JSONResponse(_admin_action(services, request.path_params["action"], body))
+            action = request.path_params["action"]  # in a thread: an audit re-hashes files for a while
+            return JSONResponse(await anyio.to_thread.run_sync(_admin_action, services, action, body))
         except AmidError as exc:
             return JSONResponse({"error": f"{exc.code}: {exc.message}"}, status_code=400)
 

@@ -67,14 +67,42 @@ def make_demo_task(directory: Path, seed: int) -> None:
 @click.argument("task", type=click.Path(path_type=Path, exists=True))
 @workspace_option
 @click.option("--link", is_flag=True, help="symlink the public data instead of copying it")
+@click.option(
+    "--data-dir",
+    type=click.Path(path_type=Path, exists=True, file_okay=False),
+    default=None,
+    help="ReX-MLE / MLE-bench: the data folder the benchmark's prepare step filled (holds ID/prepared/)",
+)
+@click.option(
+    "--grader-python",
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    default=None,
+    help="interpreter where the task grader's imports resolve (e.g. rexmle's environment) [this one]",
+)
+@click.option("--primary-metric", default=None, help="the metric to optimise, when the task's own choice is unclear")
+@click.option(
+    "--holdout-fraction",
+    type=click.FloatRange(0.0, 0.5),
+    default=None,
+    help="fraction of training groups the server holds out (seeded, whole groups) [the task's, usually 0]",
+)
 @_friendly
-def init(task: Path, workspace: Path, link: bool) -> None:
-    """Create a workspace from TASK: a task.yaml, a ReX-MLE folder or an nnU-Net raw dataset."""
+def init(
+    task: Path, workspace: Path, link: bool, data_dir: Path | None, grader_python: Path | None,
+    primary_metric: str | None, holdout_fraction: float | None,
+) -> None:  # fmt: skip
+    """Create a workspace from TASK: a task.yaml, a ReX-MLE / MLE-bench challenge folder (with
+    --data-dir), an nnU-Net raw dataset or a Medical Segmentation Decathlon task folder."""
     from server.workspace import check_target, init_workspace
     from tools.task.importers import import_task
 
     check_target(workspace.expanduser().resolve())
-    ws = init_workspace(import_task(task), workspace, link_data=link)
+    imported = import_task(task, data_dir=data_dir, primary_metric=primary_metric)
+    if holdout_fraction is not None:
+        from server.holdout_split import with_holdout_fraction
+
+        imported.contract = with_holdout_fraction(imported.contract, holdout_fraction)
+    ws = init_workspace(imported, workspace, link_data=link, grader_python=grader_python)
     contract = ws.contract()
     folds = ws.folds()
     click.echo(
@@ -198,6 +226,37 @@ def sql(query: str, workspace: Path, as_json: bool, limit: int) -> None:
     click.echo("\t".join(result["columns"]))
     for row in result["rows"]:
         click.echo("\t".join("" if v is None else str(v) for v in row))
+
+
+@main.command()
+@workspace_option
+@click.option("--json", "as_json", is_flag=True, help="print the audit report as JSON")
+@_friendly
+def audit(workspace: Path, as_json: bool) -> None:
+    """Re-hash the frozen files and check the stored commit of every accepted attempt; revoke those
+    whose evidence changed or vanished. Exit status 1 when an attempt was revoked."""
+    from server.local_client import call
+
+    report = call(_workspace(workspace), "audit", {})
+    if as_json:
+        click.echo(json.dumps(report, indent=1))
+    else:
+        _print_audit(report)
+    if report["n_revoked"]:
+        sys.exit(1)
+
+
+def _print_audit(report: dict[str, Any]) -> None:
+    click.echo(f"{'attempt':<12} {'agent':<16} {'lane':<24} {'commit':<12} {'files':>5}  result")
+    for row in report["attempts"]:
+        result = ("revoked: " if row["revoked"] else "failed: ") + ", ".join(row["failed"]) if row["failed"] else "ok"
+        click.echo(
+            f"{row['attempt_id']:<12} {row['agent_id']:<16} {row['lane_id'] or '-':<24} {row['commit'][:12]:<12} "
+            f"{row['n_files']:>5}  {result}"
+        )
+    click.echo(
+        f"audit {report['audit_id']}: {report['n_checked']} accepted attempt(s) checked, {report['n_revoked']} revoked"
+    )
 
 
 @main.command()

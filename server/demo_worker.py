@@ -3,7 +3,8 @@
 It does what a coding agent would do, deterministically: read the task and the profile, claim a
 lane, write a small model into its worktree (intensity thresholds fitted on the locked fold's
 training cases), train and predict through `run_gpu_job` (CPU jobs here), commit, compute its own
-fold scores, submit, request the independent review and read the verdict.
+fold scores, submit (with the inference command that reproduces its predictions from the frozen
+checkpoint: the reviewer replays it in its sandbox), request the independent review and read the verdict.
 """
 
 from __future__ import annotations
@@ -167,7 +168,7 @@ async def run_worker(client: Client, workspace: Workspace, agent_id: str) -> dic
         "artifacts": {"predictions": {"0": "outputs/fold0"}, "submission": "outputs/submission",
                       "training_manifest": "outputs/manifest.json", "checkpoint": "outputs/model.json",
                       "logs": ["outputs/train.log"]},
-        "inference_command": ["{python}", "threshold_model.py", "predict", "outputs/model.json",
+        "inference_command": ["{python}", "threshold_model.py", "predict", "{checkpoint}",
                               "{input_dir}", "{output_dir}"],
     })  # fmt: skip
     review = await call(client, "request_review", {"attempt_id": attempt["attempt_id"]})

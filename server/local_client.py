@@ -27,7 +27,7 @@ def call(workspace: Workspace, action: str, body: dict[str, Any]) -> dict[str, A
         return _through_server(workspace, marker["url"], action, body)
     ledger = Ledger(workspace.ledger_path, read_only=action in READ_ACTIONS)
     try:
-        return admin.ACTIONS[action](ledger, body)
+        return admin.ACTIONS[action](ledger, workspace, body)
     finally:
         ledger.close()
 
@@ -42,7 +42,7 @@ def _through_server(workspace: Workspace, mcp_url: str, action: str, body: dict[
         method="POST",
     )
     try:
-        with urllib.request.urlopen(request, timeout=30) as response:
+        with urllib.request.urlopen(request, timeout=admin.SLOW_ACTIONS.get(action, admin.DEFAULT_WAIT_S)) as response:
             return dict(json.loads(response.read()))
     except urllib.error.HTTPError as exc:
         detail = json.loads(exc.read() or b"{}").get("error", exc.reason)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -34,7 +34,14 @@ class Settings(BaseModel):
         default=1800.0, gt=0, description="a review running longer is killed and marked failed (seconds)"
     )
     replay_timeout_s: float = Field(
-        default=600.0, gt=0, description="limit for an attempt's inference command in holdout replay (seconds)"
+        default=600.0, gt=0, description="limit for one replay of an attempt's inference command (seconds)"
+    )
+    replay_cases_per_fold: int = Field(
+        default=2, ge=1, description="validation cases per declared fold replayed to check PRED_NOT_REPRODUCED"
+    )
+    replay_sandbox: Literal["auto", "bwrap", "none"] = Field(
+        default="auto",
+        description="replay isolation: bwrap (required), none (logged, evidence sandbox=none), auto (bwrap if it runs)",
     )
     grader_timeout_s: float = Field(default=300.0, gt=0, description="limit for a task's own grader (seconds)")
     job_backend: str = Field(default="local", description="job backend: local, ray or slurm")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import shutil
 import socket
 import tempfile
@@ -17,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from server.errors import Conflict, InvalidInput, NotFound
+from server.holdout_split import split_holdout
 from server.ledger import Ledger, utcnow
-from tools.task.cases import Case, discover_cases
+from server.repo import init_commit_store
+from tools.task.cases import discover_cases
 from tools.task.contract import TaskContract, load_contract, write_contract
 from tools.task.folds import LockedFolds, make_folds
 from tools.task.importers import ImportedTask
@@ -62,8 +63,23 @@ class Workspace:
     def server_file(self) -> Path:
         return self.control_dir / "server.json"
 
+    @property
+    def commit_store(self) -> Path:
+        """The server's bare repository of submitted commits: no worktree references it."""
+        return self.control_dir / "commits.git"
+
     def sub(self, name: str) -> Path:
         return self.root / name
+
+    @property
+    def grader_env_file(self) -> Path:
+        return self.control_dir / "grader.json"
+
+    def grader_python(self) -> str | None:
+        """The interpreter named at init for the task's grader (None: the server's own)."""
+        if not self.grader_env_file.is_file():
+            return None
+        return str(json.loads(self.grader_env_file.read_text(encoding="utf-8")).get("python") or "") or None
 
     def contract(self) -> TaskContract:
         return load_contract(self.task_dir / "contract.yaml")
@@ -108,7 +124,9 @@ def check_target(target: Path) -> None:
         )
 
 
-def init_workspace(imported: ImportedTask, target: Path, *, link_data: bool = False) -> Workspace:
+def init_workspace(
+    imported: ImportedTask, target: Path, *, link_data: bool = False, grader_python: Path | None = None
+) -> Workspace:
     """Create a complete workspace at `target` from an imported task, or nothing at all."""
     target = target.expanduser().resolve()
     check_target(target)
@@ -116,6 +134,7 @@ def init_workspace(imported: ImportedTask, target: Path, *, link_data: bool = Fa
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.init-", dir=target.parent))
     try:
         _populate(Workspace(staging), imported, link_data)
+        _record_grader_env(Workspace(staging), grader_python)
         if target.exists():
             target.rmdir()
         staging.rename(target)
@@ -134,7 +153,7 @@ def _populate(ws: Workspace, imported: ImportedTask, link_data: bool) -> None:
     cases = discover_cases(ws.task_dir, contract.layout, "train")
     if not cases:
         raise InvalidInput(f"layout.train_images: no cases found in {contract.layout.train_images}")
-    cases = _split_holdout(ws, contract, cases)
+    cases = split_holdout(ws.task_dir, ws.private_dir, contract, cases)
     folds = make_folds(
         {c.case_id: c.group or c.case_id for c in cases},
         contract.validation.k_folds,
@@ -153,6 +172,16 @@ def _populate(ws: Workspace, imported: ImportedTask, link_data: bool) -> None:
         ledger.close()
 
 
+def _record_grader_env(ws: Workspace, python: Path | None) -> None:
+    """The grader's interpreter is this host's fact, not the task's: it lives beside the server's files."""
+    if python is None:
+        return
+    resolved = python.expanduser().absolute()
+    if not resolved.is_file():
+        raise InvalidInput(f"--grader-python: {python} is not a file", field="--grader-python")
+    ws.grader_env_file.write_text(json.dumps({"python": str(resolved)}), encoding="utf-8")
+
+
 def _copy_all(copies: list[tuple[Path, str]], into: Path, link_data: bool) -> None:
     for source, rel in copies:
         if not source.exists():
@@ -165,28 +194,6 @@ def _copy_all(copies: list[tuple[Path, str]], into: Path, link_data: bool) -> No
             shutil.copytree(source, dest, dirs_exist_ok=True)
         else:
             shutil.copy2(source, dest)
-
-
-def _split_holdout(ws: Workspace, contract: TaskContract, cases: list[Case]) -> list[Case]:
-    """Move a seeded fraction of training groups (images and labels) into private/holdout/."""
-    fraction = contract.validation.holdout_fraction
-    if fraction <= 0:
-        return cases
-    groups = sorted({c.group or c.case_id for c in cases})
-    random.Random(contract.validation.seed + 1).shuffle(groups)
-    chosen: set[str] = set()
-    while groups and sum(c.group in chosen for c in cases) < fraction * len(cases):
-        chosen.add(groups.pop())
-    held = [c for c in cases if c.group in chosen]
-    for case in held:
-        for rel in (*case.image_paths, case.label_path):
-            if rel:
-                dest = ws.private_dir / "holdout" / rel
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                shutil.move(str(ws.task_dir / rel), dest)
-    manifest = [c.model_dump() for c in held]
-    (ws.private_dir / "holdout.json").write_text(json.dumps({"cases": manifest}, indent=1), encoding="utf-8")
-    return [c for c in cases if c.group not in chosen]
 
 
 def _seed_skills(ws: Workspace) -> None:
@@ -216,6 +223,7 @@ def _init_repo(ws: Workspace, contract: TaskContract) -> None:
         (ws.repo_dir / ".gitignore").write_text(REPO_GITIGNORE, encoding="utf-8")
         repo.index.add(["README.md", ".gitignore"])
         repo.index.commit(f"Start run {contract.id}")
+    init_commit_store(ws.commit_store, ws.repo_dir)
 
 
 def _record_run(ledger: Ledger, contract: TaskContract, digest: str, n_cases: int) -> None:

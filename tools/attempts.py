@@ -74,9 +74,9 @@ def submit_attempt(
         raise NotFound(
             f"commit: {request.commit!r} is not a commit of the run's repository; commit first", field="commit"
         )
-    store_commit(ws.commit_store, ws.repo_dir, sha)
     declared = _declared(ctx, request.artifacts)
     frozen = _freeze(ctx, declared, progress)
+    store_commit(ws.commit_store, ws.repo_dir, sha)  # before the transaction: its pins are quick
     rows = [
         ArtifactRow(role, f.declared_path, z.sha256, z.size_bytes, z.frozen_path, fold, f.member)
         for (role, fold, f), z in zip(declared, frozen, strict=True)

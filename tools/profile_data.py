@@ -56,6 +56,14 @@ def _profile_case(task_dir: Path, case: Case, strata: dict[str, dict[str, str]],
     )
 
 
+def _coco_file(task_dir: Path, contract: TaskContract) -> str | None:
+    """The training COCO annotation file of a benchmark import (its answers are per-image slices)."""
+    grader = contract.grader
+    columns = grader.fold_answers or [] if grader else []
+    source = next((c.train_source for c in columns if c.kind == "coco_image" and c.train_source), None)
+    return str(task_dir / source) if source else None
+
+
 def build_request(workspace: Workspace, contract: TaskContract, folds: LockedFolds) -> Any:
     """The profiling request for a workspace: public train and test cases, contract facts, locked folds."""
     from tools.profiling import LabelsTable, ProfileRequest
@@ -71,6 +79,7 @@ def build_request(workspace: Workspace, contract: TaskContract, folds: LockedFol
         label_values=dict(layout.label_values) or None,
         channel_names=dict(enumerate(layout.channels)),
         labels_table=LabelsTable(path=str(task_dir / layout.labels_table)) if layout.labels_table else None,
+        boxes_json=_coco_file(task_dir, contract),
         primary_metric=contract.primary_metric,
         metric_direction="maximize" if contract.primary.direction == "higher_better" else "minimize",
         folds={case: fold.fold for fold in folds.folds for case in fold.val_cases},

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from server.ledger.activity import Activity
 from server.ledger.attempts import Attempts
+from server.ledger.audits import Audits
 from server.ledger.database import Database, utcnow
 from server.ledger.identity import Identities, Identity, Role
 from server.ledger.jobs import Jobs
@@ -29,6 +30,7 @@ class Ledger:
         self.notes = Notes(self.db)
         self.attempts = Attempts(self.db)
         self.reviews = Reviews(self.db)
+        self.audits = Audits(self.db)
 
     def counts_by_status(self, table: str) -> dict[str, int]:
         if table not in STATUS_TABLES:

@@ -7,6 +7,7 @@ metric row, so a failed submission leaves nothing behind. Reviewer rows are writ
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from typing import Any
 from server.errors import Conflict, Forbidden, NotFound
 from server.ledger.database import Database, utcnow
 
-ATTEMPT_STATUSES = ("pending", "in_review", "accepted", "rejected", "withdrawn")
+ATTEMPT_STATUSES = ("pending", "in_review", "accepted", "rejected", "withdrawn", "revoked")
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,24 @@ class NewAttempt:
     artifacts: list[ArtifactRow] = field(default_factory=list)
     declared: dict[int, dict[str, float]] = field(default_factory=dict)
 
+    def content_digests(self) -> dict[str, str]:
+        """One digest per submit_attempt field of what the attempt claims (all but the key itself),
+        so that a retried submission can be told from a different one, field by field."""
+        artifacts = sorted(
+            json.dumps([a.role, a.fold, a.member, a.declared_path, a.sha256, a.size_bytes]) for a in self.artifacts
+        )
+        fields: dict[str, object] = {
+            "commit": self.commit_sha, "folds": self.folds, "declared_scores": self.declared,
+            "artifacts": artifacts, "lane_id": self.lane_id, "budget_class": self.budget_class,
+            "parent_attempt_id": self.parent_attempt_id, "claims_improvement": self.claims,
+            "inference_command": self.inference_command, "summary": self.summary,
+        }  # fmt: skip
+        return {name: _digest(value) for name, value in fields.items()}
+
+
+def _digest(value: object) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
+
 
 def attempt_id_for(number: int) -> str:
     return f"att-{number:05d}"
@@ -56,30 +75,27 @@ class Attempts:
     def create(self, new: NewAttempt, on_created: Callable[[str], str] | None = None) -> tuple[str, bool]:
         """Insert the attempt with its artifacts and declared scores; returns (attempt_id, created).
 
-        A repeated idempotency key of the same agent returns the first attempt. `on_created` runs
-        inside the transaction (it writes the manifest and pins the commit) and returns the
+        A repeated idempotency key of the same agent returns the first attempt if the content is
+        the same, and is a Conflict naming the key and the differing fields if not. `on_created`
+        runs inside the transaction (it writes the manifest and pins the commit) and returns the
         manifest path; if it raises, nothing is recorded.
         """
+        content = new.content_digests()
         with self.db.transaction() as cur:
-            if new.idempotency_key:
-                row = cur.execute(
-                    "SELECT attempt_id FROM attempts WHERE agent_id = ? AND idempotency_key = ?",
-                    [new.agent_id, new.idempotency_key],
-                ).fetchone()
-                if row:
-                    return str(row[0]), False
+            if new.idempotency_key and (known := self._by_key(cur, new, content)):
+                return known, False
             number = cur.execute("SELECT nextval('attempt_seq')").fetchone()
             assert number is not None
             attempt_id = attempt_id_for(int(number[0]))
             now = utcnow()
             cur.execute(
                 "INSERT INTO attempts (attempt_id, agent_id, lane_id, commit_sha, folds, status, budget_class, "
-                "parent_attempt_id, inference_command, idempotency_key, summary, created_at, updated_at, claims) "
-                "VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?)",
+                "parent_attempt_id, inference_command, idempotency_key, summary, created_at, updated_at, claims, "
+                "content_digests) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     attempt_id, new.agent_id, new.lane_id, new.commit_sha, json.dumps(new.folds), new.budget_class,
                     new.parent_attempt_id, json.dumps(new.inference_command) if new.inference_command else None,
-                    new.idempotency_key, new.summary, now, now, json.dumps(new.claims),
+                    new.idempotency_key, new.summary, now, now, json.dumps(new.claims), json.dumps(content),
                 ],
             )  # fmt: skip
             self._insert_artifacts(cur, attempt_id, new.artifacts)
@@ -94,6 +110,24 @@ class Attempts:
                 manifest = on_created(attempt_id)
                 cur.execute("UPDATE attempts SET manifest_path = ? WHERE attempt_id = ?", [manifest, attempt_id])
         return attempt_id, True
+
+    @staticmethod
+    def _by_key(cur: Any, new: NewAttempt, content: dict[str, str]) -> str | None:
+        row = cur.execute(
+            "SELECT attempt_id, content_digests FROM attempts WHERE agent_id = ? AND idempotency_key = ?",
+            [new.agent_id, new.idempotency_key],
+        ).fetchone()
+        if row is None:
+            return None
+        known = json.loads(row[1]) if row[1] else content  # attempts recorded before content was kept
+        differing = sorted(name for name in content if known.get(name) != content[name])
+        if differing:
+            raise Conflict(
+                f"idempotency_key: {new.idempotency_key!r} was used for attempt {row[0]} with a different "
+                f"{', '.join(differing)}; resend the same content to get that attempt, or use a new key",
+                field="idempotency_key",
+            )
+        return str(row[0])
 
     @staticmethod
     def _insert_artifacts(cur: Any, attempt_id: str, artifacts: list[ArtifactRow]) -> None:
@@ -111,12 +145,6 @@ class Attempts:
         for key in ("folds", "inference_command", "claims"):
             row[key] = json.loads(row[key]) if row[key] else None
         return row
-
-    def by_key(self, agent_id: str, idempotency_key: str) -> str | None:
-        value = self.db.scalar(
-            "SELECT attempt_id FROM attempts WHERE agent_id = ? AND idempotency_key = ?", [agent_id, idempotency_key]
-        )
-        return str(value) if value is not None else None
 
     def exists(self, attempt_id: str) -> bool:
         return self.db.scalar("SELECT count(*) FROM attempts WHERE attempt_id = ?", [attempt_id]) == 1
@@ -171,7 +199,7 @@ class Attempts:
             owner, status = row
             if agent_id is not None and owner != agent_id:
                 raise Forbidden(f"attempt_id: attempt {attempt_id!r} belongs to another agent", field="attempt_id")
-            if status in ("accepted", "withdrawn"):
+            if status in ("accepted", "withdrawn", "revoked"):
                 raise Conflict(
                     f"attempt_id: attempt {attempt_id!r} is {status}; only pending, in_review or rejected "
                     "attempts can be withdrawn",

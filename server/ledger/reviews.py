@@ -57,9 +57,12 @@ class Reviews:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    def request(self, attempt_id: str, requested_by: str, owner: str | None = None) -> tuple[dict[str, Any], bool]:
+    def request(
+        self, attempt_id: str, requested_by: str, owner: str | None = None, *, again: bool = False
+    ) -> tuple[dict[str, Any], bool]:
         """Queue a review of the attempt, or return its live or finished one; returns (review, created).
-        With `owner`, the attempt must belong to that agent."""
+        With `owner`, the attempt must belong to that agent. A finished review is not reused when
+        `again` (its evidence changed since the verdict) or when the attempt was revoked."""
         with self.db.transaction() as cur:
             row = cur.execute("SELECT agent_id, status FROM attempts WHERE attempt_id = ?", [attempt_id]).fetchone()
             if row is None:
@@ -69,11 +72,12 @@ class Reviews:
             if row[1] == "withdrawn":
                 raise Conflict(f"attempt_id: attempt {attempt_id!r} is withdrawn", field="attempt_id")
             existing = cur.execute(
-                "SELECT review_id FROM reviews WHERE attempt_id = ? AND status <> 'failed' "
+                "SELECT review_id, status FROM reviews WHERE attempt_id = ? AND status <> 'failed' "
                 "ORDER BY requested_at DESC LIMIT 1",
                 [attempt_id],
             ).fetchone()
-            if existing:
+            stale = again or row[1] == "revoked"
+            if existing and not (stale and existing[1] == "done"):
                 review_id, created = str(existing[0]), False
             else:
                 number = cur.execute("SELECT nextval('review_seq')").fetchone()
@@ -102,6 +106,13 @@ class Reviews:
         if row is None:
             raise NotFound(f"attempt_id: attempt {attempt_id!r} has no review; call request_review", field="attempt_id")
         return row
+
+    def last_done(self, attempt_id: str) -> dict[str, Any] | None:
+        """The attempt's latest finished review (the one its verdict came from), if any."""
+        return self.db.fetchone(
+            "SELECT * FROM reviews WHERE attempt_id = ? AND status = 'done' ORDER BY finished_at DESC LIMIT 1",
+            [attempt_id],
+        )
 
     def start(self, review_id: str) -> bool:
         """queued → running; False if the review is not queued (or its attempt was withdrawn meanwhile)."""

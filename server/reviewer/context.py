@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from server.reviewer.job import ArtifactRef, ReviewJob
+from server.reviewer.manifest import CaseIndex, parse_manifest, resolve_entries
 from server.workspace import Workspace
 from tools.task.cases import Case, discover_cases
 from tools.task.contract import TaskContract
@@ -30,6 +31,7 @@ class ReviewContext:
     folds: LockedFolds
     progress: Progress = _silent
     intact: set[str] = field(default_factory=set)  # frozen paths whose bytes still match their hash
+    replay_findings: list[dict[str, Any]] = field(default_factory=list)  # workspace/network reaches seen in replays
 
     @classmethod
     def load(cls, job: ReviewJob, progress: Progress = _silent) -> ReviewContext:
@@ -62,37 +64,19 @@ class ReviewContext:
 
     @cached_property
     def training_manifest(self) -> tuple[dict[int, list[str]] | None, str | None]:
-        """fold → case ids trained on, or (None, why it cannot be read)."""
+        """fold → case ids trained on (file paths mapped to their cases), or (None, why it is unusable)."""
         refs = self.files("training_manifest")
         if not refs:
             return None, "no training manifest declared"
         if not self.usable(refs[0]):
             return None, "the frozen training manifest is missing or changed"
         try:
-            return parse_manifest(json.loads(self.path(refs[0]).read_text(encoding="utf-8")), self.job.folds), None
+            entries = parse_manifest(json.loads(self.path(refs[0]).read_text(encoding="utf-8")), self.job.folds)
         except (ValueError, TypeError, KeyError) as exc:
             return None, f"unreadable training manifest: {exc}"
-
-
-def parse_manifest(data: Any, folds: list[int]) -> dict[int, list[str]]:
-    """Accepted forms: a list of case ids, {"train_cases": [...]} (both for every declared fold),
-    {"folds": {"0": [...]}} or {"0": [...]}, one list per fold."""
-    if isinstance(data, dict) and "train_cases" in data:
-        data = data["train_cases"]
-    if isinstance(data, list):
-        return {fold: _ids(data) for fold in folds}
-    if isinstance(data, dict):
-        per_fold = data.get("folds", data)
-        if isinstance(per_fold, dict):
-            parsed = {int(k): _ids(v) for k, v in per_fold.items()}
-            absent = [f for f in folds if f not in parsed]
-            if absent:
-                raise ValueError(f"no case list for fold(s) {absent}")
-            return parsed
-    raise ValueError("expected a list of case ids, {'train_cases': [...]} or {'folds': {fold: [...]}}")
-
-
-def _ids(values: Any) -> list[str]:
-    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-        raise ValueError("case lists must be lists of case-id strings")
-    return values
+        cases = [*self.train_cases.values(), *self.test_cases.values(), *self.holdout_cases]
+        manifest, unknown = resolve_entries(entries, CaseIndex.of(cases, self.contract.layout))
+        if unknown:
+            named = ", ".join(repr(u) for u in unknown[:10])
+            return None, f"{len(unknown)} training-manifest entries name no case of the task: {named}"
+        return manifest, None

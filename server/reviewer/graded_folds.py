@@ -46,7 +46,7 @@ def review_graded_fold(ctx: ReviewContext, plan: list[PlannedMetric], fold: int,
         result.summaries = _grade(ctx, plan, result, submission, answers, answers_dir, "predictions")
         if need_baseline:
             trivial = Path(tmp) / "trivial"
-            if _write_trivial(ctx, fold, result.val_cases, answers, answers_dir, trivial):
+            if _write_trivial(ctx, rows, submission, result.val_cases, answers, answers_dir, trivial):
                 result.baseline_summaries = _grade(ctx, plan, result, trivial, answers, answers_dir, None)
     return result
 
@@ -139,44 +139,45 @@ def _single(value: float | None, n_cases: int) -> MetricSummary:
 
 
 def _write_trivial(
-    ctx: ReviewContext, fold: int, cases: list[str], answers: Path, answers_dir: Path, into: Path
-) -> bool:
+    ctx: ReviewContext, rows: list[dict[str, str]], submission: Path, cases: list[str], answers: Path,
+    answers_dir: Path, into: Path,
+) -> bool:  # fmt: skip
     """A trivial submission in the task's format; False when none can be made."""
     contract = ctx.contract.submission
     into.mkdir()
     sample = _sample_row(ctx)
     column = contract.file_column
     labels = _answer_label_files(ctx, answers, answers_dir)
-    constant = _constant_answer(ctx, fold, into / ".donor") if column else None
-    rows = []
+    fixed = _fixed_prediction(ctx, rows, submission) if column else None
+    trivial_rows = []
     for case_id in cases:
         row = {c: sample.get(c, "") for c in contract.columns}
         row[contract.id_column] = case_id
         if column:
-            rel = _trivial_file(ctx, case_id, labels.get(case_id), constant, into, sample.get(column, ""))
+            rel = _trivial_file(ctx, case_id, labels.get(case_id), fixed, into, sample.get(column, ""))
             if rel is None:
                 return False
             row[column] = rel
-        rows.append(row)
+        trivial_rows.append(row)
     if not column:
-        _constants(ctx, rows)
+        _constants(ctx, trivial_rows)
     with (into / contract.filename).open("w", encoding="utf-8", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=contract.columns)
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows(trivial_rows)
     return True
 
 
-def _constant_answer(ctx: ReviewContext, fold: int, into: Path) -> Path | None:
-    """The answer file of one training case outside the fold: predicted for every case, it is the
-    'one fixed answer' predictor (a fixed topology, the same boxes everywhere)."""
-    donors = ctx.folds.folds[fold].train_cases
-    if not donors:
-        return None
-    into.mkdir(parents=True)
-    table = build_fold_answers(ctx, donors[:1], into)
-    files = _answer_label_files(ctx, table, into, any_file=True)
-    return files.get(donors[0])
+def _fixed_prediction(ctx: ReviewContext, rows: list[dict[str, str]], submission: Path) -> Path | None:
+    """The attempt's own prediction of its first listed case: given for every case, it is the
+    'one fixed answer' predictor (one topology, the same boxes everywhere) in a format the grader
+    surely reads."""
+    column = ctx.contract.submission.file_column
+    for row in rows:
+        path = submission / (row.get(column or "") or "")
+        if column and path.is_file():
+            return path
+    return None
 
 
 def _sample_row(ctx: ReviewContext) -> dict[str, str]:
@@ -229,11 +230,11 @@ def _trivial_file(
 ) -> str | None:
     ending = next((e for e in IMAGE_SUFFIXES if example.lower().endswith(e)), None)
     (into / "trivial").mkdir(exist_ok=True)
-    if ending is None:  # JSON, YAML, text: one training case's answer for every case
+    if ending is None:  # JSON, YAML, text: one fixed prediction for every case
         if constant is None:
             return None
-        rel = f"trivial/{case_id}{''.join(PurePosixPath(example).suffixes) or constant.suffix}"
-        shutil.copyfile(constant.resolve(), into / rel)
+        rel = f"trivial/{case_id}{''.join(constant.suffixes[-1:])}"
+        shutil.copyfile(constant, into / rel)
         return rel
     rel = f"trivial/{case_id}{ending}"
     if ctx.contract.task_type == "enhancement":

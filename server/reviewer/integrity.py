@@ -1,34 +1,60 @@
-"""Is the evidence what was submitted? COMMIT_UNKNOWN, ARTIFACT_MISSING, ARTIFACT_CHANGED, MISSING_EVIDENCE."""
+"""Is the evidence what was submitted? COMMIT_UNKNOWN, ARTIFACT_MISSING, ARTIFACT_CHANGED, MISSING_EVIDENCE.
+
+`evidence_checks` is the part that needs no review context (the frozen files and the stored
+commit of one attempt): the re-audit and `request_review` use it too.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from server.artifacts import sha256_of
-from server.repo import resolve_commit
+from server.repo import stored_commit
 from server.reviewer.context import ReviewContext
+from server.reviewer.job import ArtifactRef
 from server.reviewer.report import Check, fired, head, ok
+from server.workspace import Workspace
 
 EVIDENCE_ROLES = ("logs", "checkpoint", "training_manifest")
+INTEGRITY_CODES = ("COMMIT_UNKNOWN", "ARTIFACT_MISSING", "ARTIFACT_CHANGED")
+STORE = ".amid/commits.git"
 
 
 def commit_check(ctx: ReviewContext) -> Check:
-    sha = ctx.job.commit
-    if resolve_commit(ctx.workspace.repo_dir, sha) == sha:
-        return ok("COMMIT_UNKNOWN", f"commit {sha[:12]} is in the run's repository", commit=sha)
+    return stored_commit_check(ctx.workspace, ctx.job.attempt_id, ctx.job.commit)
+
+
+def stored_commit_check(workspace: Workspace, attempt_id: str, sha: str) -> Check:
+    """The commit must be pinned for this attempt in the server's store, with all of its history."""
+    if stored_commit(workspace.commit_store, attempt_id) == sha:
+        return ok("COMMIT_UNKNOWN", f"commit {sha[:12]} is in the server's commit store", commit=sha)
     return fired(
         "COMMIT_UNKNOWN",
-        f"commit {sha[:12]} is not in the run's repository (repo/); its code cannot be audited or replayed",
+        f"commit {sha[:12]} is not pinned for {attempt_id} in the server's commit store ({STORE}), or its history "
+        "is incomplete; its code cannot be audited or replayed",
         commit=sha,
-        repository="repo/",
+        repository=STORE,
     )
 
 
 def artifact_checks(ctx: ReviewContext) -> list[Check]:
     """Re-hash every frozen file; only files whose bytes match their hash are used afterwards."""
-    missing, changed = [], []
-    for ref in ctx.job.artifacts:
-        path = ctx.path(ref)
+    checks, intact = frozen_file_checks(ctx.workspace, ctx.job.artifacts)
+    ctx.intact.update(intact)
+    return checks
+
+
+def evidence_checks(workspace: Workspace, attempt_id: str, sha: str, refs: Sequence[ArtifactRef]) -> list[Check]:
+    """COMMIT_UNKNOWN, ARTIFACT_MISSING and ARTIFACT_CHANGED of one attempt, from the files alone."""
+    return [stored_commit_check(workspace, attempt_id, sha), *frozen_file_checks(workspace, refs)[0]]
+
+
+def frozen_file_checks(workspace: Workspace, refs: Sequence[ArtifactRef]) -> tuple[list[Check], set[str]]:
+    """ARTIFACT_MISSING and ARTIFACT_CHANGED, and the frozen paths whose bytes match their hash."""
+    missing, changed, intact = [], [], set()
+    for ref in refs:
+        path = workspace.root / ref.frozen_path
         item = {"role": ref.role, "fold": ref.fold, "declared_path": ref.declared_path, "frozen_path": ref.frozen_path}
         if not path.is_file():
             missing.append(item)
@@ -37,8 +63,11 @@ def artifact_checks(ctx: ReviewContext) -> list[Check]:
         if actual != ref.sha256:
             changed.append({**item, "expected_sha256": ref.sha256, "actual_sha256": actual})
             continue
-        ctx.intact.add(ref.frozen_path)
-    n = len(ctx.job.artifacts)
+        intact.add(ref.frozen_path)
+    return _file_checks(missing, changed, len(refs)), intact
+
+
+def _file_checks(missing: list[dict[str, Any]], changed: list[dict[str, Any]], n: int) -> list[Check]:
     return [
         fired(
             "ARTIFACT_MISSING",

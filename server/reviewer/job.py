@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from server.ledger import Ledger
 from server.reviewer.report import BaselineValue
+from server.sandbox import SandboxSetting
 from server.settings import Settings
 from server.workspace import Workspace
 
@@ -57,8 +58,11 @@ class ReviewJob(BaseModel):
     baselines: list[BaselineValue]
     earlier: list[EarlierPrediction]
     replay_timeout_s: float
+    replay_cases_per_fold: int = 2
+    replay_sandbox: SandboxSetting = "auto"
     grader_timeout_s: float
     python: str
+    grader_python: str | None = None  # the interpreter named at init for the task's grader
 
 
 def build_job(ledger: Ledger, workspace: Workspace, settings: Settings, review_id: str) -> ReviewJob:
@@ -83,8 +87,11 @@ def build_job(ledger: Ledger, workspace: Workspace, settings: Settings, review_i
             for row in ledger.attempts.earlier_predictions(attempt["attempt_id"], attempt["agent_id"], folds)
         ],
         replay_timeout_s=settings.replay_timeout_s,
+        replay_cases_per_fold=settings.replay_cases_per_fold,
+        replay_sandbox=settings.replay_sandbox,
         grader_timeout_s=settings.grader_timeout_s,
         python=sys.executable,
+        grader_python=workspace.grader_python(),
     )
 
 

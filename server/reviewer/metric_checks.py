@@ -1,5 +1,6 @@
 """Do the numbers hold? METRIC_MISMATCH (declared vs recomputed), METRIC_DIRECTION (a claimed
-improvement over the parent that goes the wrong way), TRIVIAL_BASELINE (beats the trivial predictor)."""
+improvement over the parent that is not strictly better, by more than the metric's tolerance, both
+as declared and as verified), TRIVIAL_BASELINE (beats the trivial predictor)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,18 @@ def mismatch_check(ctx: ReviewContext, plan: list[PlannedMetric], results: list[
                     {"fold": result.fold, "metric": name, "declared": declared, "verified": verified,
                      "tolerance": metric.tolerance}
                 )  # fmt: skip
+    primary = ctx.contract.primary_metric
+    unverified = [r.fold for r in results if mean_value(r.summaries.get(primary)) is None]
+    if unverified:
+        why = by_name[primary].note if primary in by_name and by_name[primary].note else "no verified value"
+        return fired(
+            "METRIC_MISMATCH",
+            f"the primary metric {primary!r} could not be verified on fold(s) {unverified} ({why}); an attempt "
+            "whose primary metric is not verified is never accepted",
+            unverified_folds=unverified,
+            mismatches=head(mismatches),
+            unchecked=head(unchecked),
+        )
     if mismatches:
         m = mismatches[0]
         return fired(
@@ -63,12 +76,17 @@ def direction_check(ctx: ReviewContext, plan: list[PlannedMetric], results: list
         parent_scores = parent.verified if source == "verified" else parent.declared
         before = _mean(parent_scores, parent_folds, name)
         after = _mean(ctx.job.declared, folds or ctx.job.folds, name)
-        if before is None or after is None or after == before or metric.is_better(after, before):
+        checked = _mean(verified, folds or ctx.job.folds, name)
+        if (
+            before is None
+            or after is None
+            or all(_improves(metric, v, before) for v in (after, checked) if v is not None)
+        ):
             continue
         wrong.append(
             {"metric": name, "direction": metric.direction, "parent_attempt_id": parent.attempt_id,
-             "parent_value": before, "parent_source": source, "declared_value": after,
-             "verified_value": _mean(verified, folds or ctx.job.folds, name), "folds": folds}
+             "parent_value": before, "parent_source": source, "declared_value": after, "verified_value": checked,
+             "tolerance": metric.tolerance, "folds": folds}
         )  # fmt: skip
     if wrong:
         w = wrong[0]
@@ -76,10 +94,16 @@ def direction_check(ctx: ReviewContext, plan: list[PlannedMetric], results: list
         return fired(
             "METRIC_DIRECTION",
             f"claims to improve {w['metric']} over {w['parent_attempt_id']}, but {w['declared_value']:.4g} vs "
-            f"{w['parent_value']:.4g} is worse: {better} is better for {w['metric']}",
+            f"{w['parent_value']:.4g} is not better by more than its tolerance {w['tolerance']:.3g} "
+            f"({better} is better for {w['metric']})",
             claims=wrong,
         )
-    return ok("METRIC_DIRECTION", f"claimed improvements ({', '.join(claims)}) go the metric's direction")
+    return ok("METRIC_DIRECTION", f"claimed improvements ({', '.join(claims)}) beat the parent beyond tolerance")
+
+
+def _improves(metric: PlannedMetric, value: float, parent: float) -> bool:
+    """Strictly better than the parent, by more than the metric's tolerance (an equal claim is no improvement)."""
+    return metric.is_better(value, parent) and abs(value - parent) > metric.tolerance
 
 
 def _mean(scores: dict[int, dict[str, Any]], folds: list[int], name: str) -> float | None:
@@ -91,7 +115,7 @@ def trivial_check(
     ctx: ReviewContext, plan: list[PlannedMetric], results: list[FoldResult], baselines: list[BaselineValue]
 ) -> Check:
     primary = next(m for m in plan if m.name == ctx.contract.primary_metric)
-    if not primary.computable or not any(primary.name in r.summaries for r in results):
+    if not any(primary.name in r.summaries for r in results):
         return unverifiable("TRIVIAL_BASELINE", f"primary metric {primary.name!r} cannot be recomputed here")
     known = {(b.fold, b.metric): b for b in baselines}
     losses: list[dict[str, Any]] = []
@@ -114,6 +138,8 @@ def trivial_check(
             f"({r['predictor']}: {_fmt(r['baseline'])})",
             folds=losses,
         )
+    if not compared:
+        return unverifiable("TRIVIAL_BASELINE", "no trivial predictor could be scored on the declared folds")
     return ok("TRIVIAL_BASELINE", "beats the trivial predictor on every fold", folds=compared)
 
 

@@ -36,6 +36,7 @@ class FoldResult:
     outside: list[dict[str, Any]] = field(default_factory=list)
     schema: list[dict[str, Any]] = field(default_factory=list)
     values: dict[str, list[float]] = field(default_factory=dict)
+    case_values: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # case → metric → label values
     baseline_values: dict[str, list[float]] = field(default_factory=dict)
     byte_hashes: dict[str, str] = field(default_factory=dict)  # case → sha256 of the file
     value_hashes: dict[str, str] = field(default_factory=dict)  # case → sha256 of the decoded values
@@ -44,6 +45,10 @@ class FoldResult:
 
 
 def baseline_name(ctx: ReviewContext) -> str:
+    grader = ctx.contract.grader
+    image_like = ctx.contract.prediction.file_type in ("nifti", "png", "tiff", "mha", "nrrd", "csv")
+    if grader is not None and grader.fold_answers is not None and not image_like:
+        return "fixed_prediction"  # the attempt's own prediction of one case, for every case
     return BASELINES.get(ctx.contract.task_type, "empty_mask")
 
 
@@ -60,7 +65,8 @@ def review_fold(ctx: ReviewContext, plan: list[PlannedMetric], fold: int, need_b
     for index, case_id in enumerate(result.val_cases):
         reference = read_reference(ctx.workspace.task_dir / str(ctx.train_cases[case_id].label_path), ending)
         prediction = _prediction(ctx, result, case_id, found.get(case_id), reference, ending)
-        _extend(result.values, case_values(plan, prediction, reference.array, reference.spacing, labels))
+        result.case_values[case_id] = case_values(plan, prediction, reference.array, reference.spacing, labels)
+        _extend(result.values, result.case_values[case_id])
         if need_baseline:
             trivial = _baseline(ctx, case_id, reference, ending)
             _extend(result.baseline_values, case_values(plan, trivial, reference.array, reference.spacing, labels))

@@ -23,11 +23,12 @@ CODES = (
     "METRIC_DIRECTION",
     "DUPLICATE_PAYLOAD",
     "MISSING_EVIDENCE",
+    "PRED_NOT_REPRODUCED",
     "TRIVIAL_BASELINE",
     "HOLDOUT_GAP",
     "SUBMISSION_INVALID",
 )
-WARNING_CODES = frozenset({"HOLDOUT_GAP"})
+WARNING_CODES: frozenset[str] = frozenset()  # codes whose firing never rejects (none since the holdout gate)
 EVIDENCE_ITEMS = 20  # lists in evidence are cut to this many items; the full count rides along
 
 Severity = Literal["error", "warning"]
@@ -47,6 +48,11 @@ def ok(code: str, message: str, **evidence: Any) -> Check:
 
 def fired(code: str, message: str, **evidence: Any) -> Check:
     return Check(code=code, passed=False, severity=_severity(code), message=message, evidence=evidence)
+
+
+def warned(code: str, message: str, **evidence: Any) -> Check:
+    """The check fired, but on the side that does not reject (a holdout better than validation)."""
+    return Check(code=code, passed=False, severity="warning", message=message, evidence=evidence)
 
 
 def unverifiable(code: str, message: str, **evidence: Any) -> Check:

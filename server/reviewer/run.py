@@ -20,15 +20,18 @@ from server.reviewer.bounded import kill_live_groups
 from server.reviewer.context import ReviewContext
 from server.reviewer.duplicates import duplicate_check
 from server.reviewer.fold_checks import fold_check, incomplete_check, schema_check, split_leak_check
+from server.reviewer.graded_folds import review_graded_fold
 from server.reviewer.holdout import holdout_check
 from server.reviewer.integrity import artifact_checks, commit_check, evidence_check
 from server.reviewer.job import ReviewJob
 from server.reviewer.metric_checks import direction_check, mismatch_check, trivial_check
 from server.reviewer.predictions import FoldResult, baseline_name, review_fold
 from server.reviewer.report import CODES, BaselineValue, ReviewReport, VerifiedMetric, unverifiable, verdict_of
+from server.reviewer.reproduce import reproduction_check
 from server.reviewer.scoring import mean_value, plan_metrics
 from server.reviewer.submission import submission_check
 from server.reviewer.tabular import review_table_fold
+from server.reviewer.task_grader import scores_folds
 
 IMAGE_TYPES = frozenset({"nifti", "png", "tiff"})
 
@@ -42,9 +45,12 @@ def review(job: ReviewJob, ctx: ReviewContext | None = None) -> ReviewReport:
     primary = ctx.contract.primary_metric
     file_type = ctx.contract.prediction.file_type
     fold_review = {"csv": review_table_fold}.get(file_type, review_fold)
-    scored = file_type in IMAGE_TYPES or file_type == "csv"
+    if scores_folds(ctx):
+        fold_review = review_graded_fold  # a benchmark task: its own grader scores the folds
+    scored = file_type in IMAGE_TYPES or file_type == "csv" or scores_folds(ctx)
+    per_attempt = baseline_name(ctx) == "fixed_prediction"  # made from this attempt's own files: never cached
     results = [
-        fold_review(ctx, plan, fold, (fold, primary) not in cached) if scored else FoldResult(fold, [])
+        fold_review(ctx, plan, fold, per_attempt or (fold, primary) not in cached) if scored else FoldResult(fold, [])
         for fold in job.folds
     ]
     new_baselines = _new_baselines(ctx, results)
@@ -54,11 +60,11 @@ def review(job: ReviewJob, ctx: ReviewContext | None = None) -> ReviewReport:
     else:
         why = f"{file_type} predictions are not re-scored by the built-in reviewer yet"
         checks += [unverifiable(code, why) for code in ("PRED_INCOMPLETE", "PRED_SCHEMA", "FOLD_MISMATCH")]
-    checks += [split_leak_check(ctx), access_check(ctx), mismatch_check(ctx, plan, results)]
+    checks += [split_leak_check(ctx), mismatch_check(ctx, plan, results)]
     checks += [direction_check(ctx, plan, results), duplicate_check(ctx, results), submission]
     checks.append(trivial_check(ctx, plan, results, [*job.baselines, *new_baselines]))
     holdout, holdout_metrics = holdout_check(ctx, plan, results)
-    checks.append(holdout)
+    checks += [holdout, reproduction_check(ctx), access_check(ctx)]  # access last: it reports the replays' reaches
     checks.sort(key=lambda c: CODES.index(c.code))
     return ReviewReport(
         review_id=job.review_id,

@@ -6,20 +6,18 @@ from __future__ import annotations
 
 import csv
 import io
-import json
-import shutil
 import tempfile
 from pathlib import Path, PurePosixPath
 
 from server.errors import DataUnreadable
-from server.reviewer.bounded import child_env, run_bounded
 from server.reviewer.context import ReviewContext
 from server.reviewer.images import read_reference, read_volume
 from server.reviewer.job import ArtifactRef
 from server.reviewer.predictions import schema_problems
 from server.reviewer.report import Check, fired, head, ok
+from server.reviewer.task_grader import place_files, run_grader, scores_folds, test_answers
 
-RUNNER = Path(__file__).with_name("grader_runner.py")
+IMAGE_TYPES = frozenset({"nifti", "png", "tiff", "mha", "nrrd"})
 
 
 def submission_check(ctx: ReviewContext) -> tuple[Check, list[str]]:
@@ -87,8 +85,8 @@ def _check_file(ctx: ReviewContext, case_id: str, rel: str, files: dict[str, Art
         reasons.append(f"{case_id}: {rel!r} is not in the submission folder")
         return
     case = ctx.test_cases.get(case_id)
-    if case is None:
-        return
+    if case is None or scores_folds(ctx) or ctx.contract.prediction.file_type not in IMAGE_TYPES:
+        return  # the task's grader judges file contents it defines; built-in checks cover images only
     ending = ctx.contract.layout.file_ending
     try:
         prediction = read_volume(ctx.path(ref), ending)
@@ -101,32 +99,20 @@ def _check_file(ctx: ReviewContext, case_id: str, rel: str, files: dict[str, Art
 
 
 def _run_grader(ctx: ReviewContext, files: dict[str, ArtifactRef], reasons: list[str]) -> str:
-    grader = ctx.contract.grader
-    assert grader is not None
-    private = ctx.workspace.private_dir
-    answers, answers_dir = private / "answers.csv", private / "labels"
-    if not (private / grader.file).is_file() or not answers.is_file():
-        return "not run: grader or private/answers.csv absent"
+    """The task's grader on the test submission: the authority on validity. A grader that is
+    present but cannot run is a reason, never "valid"."""
+    answers = test_answers(ctx)
+    if answers is None or not answers[0].is_file():
+        reasons.append("the task's grader has no answers table under private/ to grade against")
+        return "not run: answers absent"
     with tempfile.TemporaryDirectory(prefix="amid-submission-") as tmp:
         folder = Path(tmp) / "submission"
-        for member, ref in files.items():
-            target = folder / member
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(ctx.path(ref), target)
-        argv = [ctx.job.python, str(RUNNER), str(private / grader.file), grader.function,
-                str(folder / ctx.contract.submission.filename), str(folder), str(answers),
-                str(answers_dir) if answers_dir.is_dir() else ""]  # fmt: skip
-        outcome = run_bounded(argv, Path(tmp), ctx.job.grader_timeout_s, child_env())
-    if outcome.timed_out:
-        reasons.append(f"the task's grader did not finish within {ctx.job.grader_timeout_s:.0f} s")
-        return "timed out"
-    lines = outcome.stdout.strip().splitlines()
-    try:
-        verdict = json.loads(lines[-1])
-    except (IndexError, ValueError):
-        reasons.append(f"the task's grader crashed (exit {outcome.returncode}): {outcome.stderr_tail[-500:]}")
-        return "crashed"
-    if not verdict["valid"]:
-        reasons.append(f"the task's grader rejected it: {verdict['reason']}")
-        return "invalid"
-    return "valid"
+        place_files(ctx, files, folder)
+        verdict = run_grader(ctx, folder, answers[0], answers[1], "validity")
+    if verdict.status == "valid":
+        return "valid"
+    what = {"invalid": "rejected it", "timed_out": "timed out", "not_run": "could not run"}.get(
+        verdict.status, "failed"
+    )
+    reasons.append(f"the task's grader {what}: {verdict.reason}")
+    return verdict.status

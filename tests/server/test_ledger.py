@@ -107,3 +107,32 @@ def test_inbox_is_delivered_once(tmp_path: Path) -> None:
         assert ledger.activity.take_inbox("alice") == []
     finally:
         ledger.close()
+
+
+def test_attempts_of_an_older_ledger_keep_their_status_and_may_become_revoked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import duckdb
+
+    from server.ledger import database
+
+    every = database._migrations()
+    monkeypatch.setattr(database, "_migrations", lambda: [m for m in every if m[0] < 5])
+    old = Ledger(tmp_path / "a.duckdb")
+    old.db.execute(
+        "INSERT INTO attempts (attempt_id, agent_id, commit_sha, folds, status, created_at, updated_at) "
+        "VALUES ('att-00001', 'ann', 'abc', '[0]', 'accepted', now(), now())"
+    )
+    old.close()
+    monkeypatch.setattr(database, "_migrations", lambda: every)
+    ledger = Ledger(tmp_path / "a.duckdb")
+    try:
+        assert ledger.counts_by_status("attempts") == {"accepted": 1}
+        ledger.db.execute("UPDATE attempts SET status = 'revoked' WHERE attempt_id = 'att-00001'")
+        assert ledger.db.scalar("SELECT status FROM v_attempts") == "revoked"
+        with pytest.raises(duckdb.ConversionException):
+            ledger.db.execute("UPDATE attempts SET status = 'lost' WHERE attempt_id = 'att-00001'")
+        with pytest.raises(duckdb.ConstraintException):
+            ledger.db.execute("UPDATE attempts SET status = NULL WHERE attempt_id = 'att-00001'")
+    finally:
+        ledger.close()

@@ -113,6 +113,25 @@ async def test_idempotency_key_returns_the_first_attempt(services: Services) -> 
     assert again["attempt_id"] == first["attempt_id"] and _counts(services)[0] == 1
 
 
+async def test_a_reused_idempotency_key_with_other_content_is_a_conflict_naming_the_key(services: Services) -> None:
+    box = AgentSandbox(services.workspace, "reuser")
+    sha = box.commit()
+    payload = box.payload(sha, 1, box.write_predictions(1, marked(6)), idempotency_key="run-7")
+    other_scores = {"1": {**payload["declared_scores"]["1"], "dice": 0.123}}
+    other_commit = box.commit({"train.py": "print('later')\n"})
+    async with client_for(services, "reuser") as client:
+        first = await call(client, "submit_attempt", payload)
+        scores = await call_error(client, "submit_attempt", {**payload, "declared_scores": other_scores})
+        commit = await call_error(client, "submit_attempt", {**payload, "commit": other_commit})
+        (box.worktree / payload["artifacts"]["checkpoint"]).write_bytes(b"retrained")
+        files = await call_error(client, "submit_attempt", payload)
+
+    assert scores.startswith("CONFLICT: idempotency_key: 'run-7' was used for attempt " + first["attempt_id"])
+    assert "different declared_scores;" in scores
+    assert "different commit;" in commit and "different artifacts;" in files
+    assert _counts(services)[0] == 1
+
+
 async def test_withdraw_is_for_the_owner_and_not_for_accepted_attempts(services: Services) -> None:
     box = AgentSandbox(services.workspace, "owner")
     AgentSandbox(services.workspace, "other")

@@ -158,11 +158,15 @@ def paired_enhancement(s: Sections) -> Predicate:
 def boxes(s: Sections) -> Predicate:
     summary = s.supervision.boxes
     per_image = summary.boxes_per_image.median if summary and summary.boxes_per_image else None
+    # A detection task whose boxes are in a format the profile does not read (3-D box text, point
+    # lists) still asks for detectors; the evidence says the boxes were not measured.
+    unmeasured = summary is None and s.request.task_type == "detection"
     return _predicate(
         "boxes",
-        summary is not None and summary.n_boxes > 0,
-        n_boxes=summary.n_boxes if summary else 0,
+        (summary is not None and summary.n_boxes > 0) or unmeasured,
+        n_boxes=summary.n_boxes if summary else None,
         median_boxes_per_image=per_image,
+        source="task type detection; boxes not in a COCO file the profile reads" if unmeasured else None,
     )
 
 

@@ -28,7 +28,11 @@ from tools.task.cases import Case, discover_cases
 Transform = Callable[[str, np.ndarray], np.ndarray]
 
 # A small "model": smoothed intensity thresholds (organ ~110 HU, lesion ~55 HU inside the organ).
+# An optional checkpoint ({"mark": seed}) sets a seed-chosen 4 x 4 x 2 block of air to label 1, so
+# that honest attempts with other checkpoints never duplicate each other, not even nearly
+# (DUPLICATE_PAYLOAD counts a case agreeing at 0.999 or more; two marks agree at about 0.997).
 PREDICT_PY = """\
+import json
 import sys
 from pathlib import Path
 
@@ -37,6 +41,7 @@ import numpy as np
 from scipy import ndimage
 
 source, target = Path(sys.argv[1]), Path(sys.argv[2])
+mark = json.loads(Path(sys.argv[3]).read_text())["mark"] if len(sys.argv) > 3 else None
 target.mkdir(parents=True, exist_ok=True)
 for path in sorted(source.glob("*_0000.nii.gz")):
     image = nib.load(path)
@@ -46,9 +51,15 @@ for path in sorted(source.glob("*_0000.nii.gz")):
     label = np.zeros(smooth.shape, np.uint8)
     label[filled] = 1
     label[filled & ~organ & (smooth > 40)] = 2
+    if mark is not None:
+        x, y, z = 4 * (mark % 2), 4 * ((mark // 2) % 2), 2 * ((mark // 4) % 10)
+        label[x : x + 4, y : y + 4, z : z + 2] = 1
     out = nib.Nifti1Image(label, image.affine)
     nib.save(out, target / (path.name[: -len("_0000.nii.gz")] + ".nii.gz"))
 """
+
+
+MODEL_REPLAY = ["{python}", "predict.py", "{input_dir}", "{output_dir}", "{checkpoint}"]
 
 
 def identity(case_id: str, label: np.ndarray) -> np.ndarray:
@@ -56,12 +67,14 @@ def identity(case_id: str, label: np.ndarray) -> np.ndarray:
 
 
 def marked(seed: int) -> Transform:
-    """Ground truth with one background voxel set to label 1 at a seed-chosen corner spot: near
-    perfect, and different for every seed (so honest attempts never duplicate each other)."""
+    """Ground truth with a seed-chosen 4 x 4 x 2 block of air set to label 1 (as PREDICT_PY's mark):
+    near perfect (Dice ~0.999), and far enough from every other seed's (agreement ~0.997 < 0.999)
+    that attempts with different seeds never duplicate each other, not even nearly."""
 
     def transform(case_id: str, label: np.ndarray) -> np.ndarray:
         out = label.copy()
-        out[seed % 8, (seed // 8) % 8, (seed // 64) % label.shape[2]] = 1
+        x, y, z = 4 * (seed % 2), 4 * ((seed // 2) % 2), 2 * ((seed // 4) % (label.shape[2] // 2))
+        out[x : x + 4, y : y + 4, z : z + 2] = 1
         return out
 
     return transform
@@ -113,7 +126,7 @@ class AgentSandbox:
             nib.save(nib.Nifti1Image(array, affine), self.path(f"{folder}/{case_id}.nii.gz"))
         return folder
 
-    def predict_with_model(self, fold: int, folder: str | None = None) -> str:
+    def predict_with_model(self, fold: int, folder: str | None = None, checkpoint: str | None = None) -> str:
         """Run the committed threshold model on the fold's validation images."""
         import subprocess
         import sys
@@ -124,10 +137,18 @@ class AgentSandbox:
             for case_id in self.folds.val_cases(fold):
                 source = self.workspace.task_dir / self.cases[case_id].image_paths[0]
                 (Path(tmp) / source.name).symlink_to(source)
-            subprocess.run(
-                [sys.executable, "predict.py", tmp, str(self.worktree / folder)], cwd=self.worktree, check=True
-            )
+            argv = [sys.executable, "predict.py", tmp, str(self.worktree / folder)]
+            subprocess.run([*argv, *([checkpoint] if checkpoint else [])], cwd=self.worktree, check=True)
         return folder
+
+    def model_payload(self, commit: str, fold: int, seed: int, **overrides: Any) -> dict[str, Any]:
+        """An honest attempt: the committed model's predictions with a checkpoint of its own, and the
+        inference command that reproduces them."""
+        checkpoint = self.write_text(f"outputs/model-{seed}.json", json.dumps({"mark": seed}))
+        folder = self.predict_with_model(fold, f"outputs/model{seed}-fold{fold}", checkpoint)
+        artifacts = {"checkpoint": checkpoint, **overrides.pop("artifacts", {})}
+        overrides.setdefault("inference_command", MODEL_REPLAY)
+        return self.payload(commit, fold, folder, artifacts=artifacts, **overrides)
 
     def write_submission(self, folder: str, drop: int = 0, columns: str = "case_id,prediction_path") -> str:
         """A test submission: a small box per test image (valid geometry), submission.csv indexing it."""

@@ -1,6 +1,7 @@
 """Holdout replay on a demo workspace whose contract keeps 20 % of the patients server-side: the
 reviewer re-runs the attempt's declared inference command at its frozen commit on the holdout
-inputs and warns (HOLDOUT_GAP) when the holdout score strays from the validation score."""
+inputs, scores it per case and gates (HOLDOUT_GAP, an error) an attempt whose holdout score is
+significantly worse than its validation score."""
 
 from __future__ import annotations
 
@@ -9,13 +10,23 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from server.context import Services
 from server.reviewer import reviewer, stop_reviewer
 from server.workspace import init_workspace
 from tests.server.reviewer.conftest import open_services
-from tests.server.reviewer.sandbox import AgentSandbox, call, client_for, failed_codes, marked, submit_and_review
+from tests.server.reviewer.sandbox import (
+    PREDICT_PY,
+    AgentSandbox,
+    Transform,
+    call,
+    client_for,
+    failed_codes,
+    marked,
+    submit_and_review,
+)
 from tools.task.contract import ValidationProtocol
 from tools.task.importers import import_task
 
@@ -58,16 +69,43 @@ async def test_an_honest_model_replays_on_the_holdout_without_a_gap(holdout_serv
     assert holdout["dice"]["declared"] is None  # the agent never sees holdout labels, so never declares them
 
 
-async def test_validation_copied_from_labels_but_a_weaker_model_fires_holdout_gap(holdout_services: Services) -> None:
+async def test_validation_copied_from_labels_but_a_weaker_model_is_rejected_by_the_gate(
+    holdout_services: Services,
+) -> None:
     box = AgentSandbox(holdout_services.workspace, "overfitter")
     payload = box.payload(box.commit(), 1, box.write_predictions(1, marked(1)), inference_command=REPLAY)
     review = await _review(holdout_services, box, payload)
 
     gap = failed_codes(review)["HOLDOUT_GAP"]
-    assert gap["severity"] == "warning" and review["verdict"] == "accepted"  # a warning, not a rejection
+    assert gap["severity"] == "error" and review["verdict"] == "rejected"  # the gate, not a mere warning
     evidence = gap["evidence"]
     assert evidence["validation"] > 0.99 and evidence["holdout"] < evidence["validation"] - evidence["tolerance"]
+    assert evidence["gate"] == "worse" and evidence["interval"][1] < -evidence["floor"]
     assert evidence["metric"] == "dice" and evidence["n_holdout_cases"] == len(_holdout_ids(holdout_services))
+    assert evidence["n_holdout_scored"] == len(_holdout_ids(holdout_services))  # one score per case, not per label
+
+
+def other_scan(box: AgentSandbox) -> Transform:
+    """Each validation case predicted with the label of the same patient's other scan (public labels)."""
+
+    def transform(case_id: str, label: np.ndarray) -> np.ndarray:
+        twin = case_id[:-1] + ("1" if case_id.endswith("0") else "0")
+        return np.asarray(box.label(twin).dataobj)
+
+    return transform
+
+
+async def test_other_scan_labels_with_an_honest_replay_are_rejected_by_the_gate(holdout_services: Services) -> None:
+    """The crafted case of issue 10: 0.770 on validation, 0.475 on the holdout, and it was accepted."""
+    box = AgentSandbox(holdout_services.workspace, "twin")
+    payload = box.payload(box.commit(), 2, box.write_predictions(2, other_scan(box)), inference_command=REPLAY)
+    review = await _review(holdout_services, box, payload)
+
+    gap = failed_codes(review)["HOLDOUT_GAP"]
+    assert gap["severity"] == "error" and review["verdict"] == "rejected", gap
+    assert gap["evidence"]["gate"] == "worse" and gap["evidence"]["difference"] < -gap["evidence"]["tolerance"]
+    board = holdout_services.ledger.reviews.leaderboard(True, None, 50)
+    assert review["attempt_id"] not in {row["attempt_id"] for row in board}
 
 
 async def test_without_an_inference_command_the_holdout_is_not_replayed(holdout_services: Services) -> None:
@@ -96,3 +134,20 @@ async def test_naming_or_training_on_holdout_cases_fires_illegal_data_access(hol
     ]
     assert any(h["source"] == "training_manifest" and held[1] in h["match"] for h in hits)
     assert review["verdict"] == "rejected"
+
+
+async def test_a_replay_that_crashes_only_on_the_holdout_cannot_pass_the_gate(holdout_services: Services) -> None:
+    """The script knows the public case ids and refuses any other input: the holdout replay fails."""
+    box = AgentSandbox(holdout_services.workspace, "dodger")
+    known = sorted(box.cases)
+    guard = (
+        f"KNOWN = {known!r}\n"
+        "if any(p.name[: -len('_0000.nii.gz')] not in KNOWN for p in source.iterdir()):\n    sys.exit(3)\n"
+    )
+    sha = box.commit({"predict.py": PREDICT_PY.replace("target.mkdir(", guard + "target.mkdir(")})
+    payload = box.payload(sha, 0, box.predict_with_model(0, "outputs/dodge"), inference_command=REPLAY)
+    review = await _review(holdout_services, box, payload)
+
+    gap = failed_codes(review)["HOLDOUT_GAP"]
+    assert gap["severity"] == "error" and review["verdict"] == "rejected"
+    assert "holdout replay failed (exit 3)" in gap["message"] and gap["evidence"]["exit_code"] == 3

@@ -10,8 +10,8 @@ import nibabel as nib
 import numpy as np
 import pytest
 
-from server.reviewer.context import parse_manifest
 from server.reviewer.images import read_volume, value_hash
+from server.reviewer.manifest import parse_manifest
 from server.reviewer.scoring import case_values, foreground_labels, plan_metrics, summarize_all
 from server.workspace import Workspace
 from tests.server.reviewer.sandbox import AgentSandbox, eroded

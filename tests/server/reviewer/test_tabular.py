@@ -101,3 +101,20 @@ async def test_table_predictions_are_rescored_and_judged(table_services: Service
     async with client_for(table_services, "table-copier") as client:
         copied = await submit_and_review(client, payload)
     assert failed_codes(copied)["DUPLICATE_PAYLOAD"]["evidence"]["duplicates"][0]["identical"] == "bytes"
+
+
+async def test_a_table_copied_with_reformatted_values_fires_duplicate_payload_as_near(table_services: Services) -> None:
+    box = AgentSandbox(table_services.workspace, "table-original")
+    truth, val = _truth(box), box.folds.val_cases(1)
+    async with client_for(table_services, box.agent_id) as client:
+        first = await submit_and_review(client, _payload(box, 1, {c: truth[c] for c in val}, 1.0, "orig1"))
+    copier = AgentSandbox(table_services.workspace, "table-reformatter")
+    rows = "\n".join(f"{c},{truth[c]:.1f}" for c in val)  # "1.0" for "1": other bytes, other value hashes
+    table = copier.write_text("outputs/reformatted/predictions.csv", f"case_id,label\n{rows}\n", encoding="utf-8")
+    payload = _payload(copier, 1, {}, 1.0, "evidence")
+    payload["artifacts"]["predictions"] = {"1": table}
+    async with client_for(table_services, copier.agent_id) as client:
+        copied = await submit_and_review(client, payload)
+    found = failed_codes(copied)["DUPLICATE_PAYLOAD"]["evidence"]["duplicates"]
+    assert found == [{"fold": 1, "earlier_attempt_id": first["attempt_id"], "identical": "near",
+                      "lowest_case_agreement": 1.0, "threshold": 0.999}]  # fmt: skip

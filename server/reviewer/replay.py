@@ -1,0 +1,145 @@
+"""One replay of an attempt's declared inference command: at its frozen commit (a detached
+checkout), with its frozen checkpoint, on copies of the input images of some cases (never their
+labels), in the replay sandbox (server/sandbox.py). The validation replay (PRED_NOT_REPRODUCED) and
+the holdout replay (HOLDOUT_GAP) both come through here.
+
+The command is argv (no shell) with placeholders, filled with the paths the replay sees:
+{input_dir} (one file per case and channel, named as in the task: CASE_0000.nii.gz), {output_dir}
+(write CASE<file_ending> there), {checkpoint} (the frozen checkpoint under its declared name: a file,
+or a folder if a folder was declared), {code_dir} (the checkout, also the working directory),
+{fold} (the fold whose cases are replayed; the first declared fold for the holdout) and {python}
+(the server's interpreter). It runs as a bounded subprocess with `replay_timeout_s`.
+
+Lines of its stdout/stderr that name the workspace (task labels, private/, worktrees) or show a
+refused network call are findings: the sandbox made the access fail, and ILLEGAL_DATA_ACCESS
+reports it with the line.
+
+GPU replays (design; not wired yet): the review process owns no GPU. An attempt that declares its
+replay needs GPUs gets its wrapped argv (bwrap with the NVIDIA device nodes, `Mounts.gpu`) run as a
+job of the server's scheduler (server/jobs: same argv, cwd and limit; GPUs picked and pinned there),
+requested through a file in reviews/ that the server turns into a job; the review waits on the
+job's state file with a deadline. CPU replays run here, as now.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
+from typing import Any
+
+from server.repo import detached_worktree
+from server.reviewer.bounded import Outcome, run_bounded
+from server.reviewer.context import ReviewContext
+from server.sandbox import Mounts, SandboxKind, SandboxUnavailable, placeholders, replay_env, resolve_kind, wrap
+
+STDERR_EVIDENCE = 1500
+RELATIVE = re.compile(r"(?:\.\./)+(?:task|private|worktrees|artifacts|repo)(?:/|\b)")  # from a worktree
+NETWORK = re.compile(
+    r"Network is unreachable|Connection refused|Temporary failure in name resolution|"
+    r"Name or service not known|No address associated with hostname|\[Errno (?:101|111|-2|-3)\]"
+)
+
+
+@dataclass(frozen=True)
+class ReplayCase:
+    case_id: str
+    images: tuple[Path, ...]  # host files, copied into {input_dir} under their own names
+
+
+@dataclass
+class ReplayRun:
+    purpose: str
+    argv: list[str]
+    outcome: Outcome
+    outputs: Path
+    sandbox: SandboxKind | None
+    findings: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def succeeded(self) -> bool:
+        return not self.outcome.timed_out and self.outcome.returncode == 0
+
+    def failure(self, timeout_s: float) -> str:
+        return f"timed out after {timeout_s:.0f} s" if self.outcome.timed_out else f"exit {self.outcome.returncode}"
+
+    def evidence(self) -> dict[str, Any]:
+        return {"argv": self.argv, "exit_code": self.outcome.returncode, "timed_out": self.outcome.timed_out,
+                "stderr_tail": self.outcome.stderr_tail[-STDERR_EVIDENCE:], "sandbox": self.sandbox,
+                "replay_seconds": round(self.outcome.seconds, 2)}  # fmt: skip
+
+
+def fill(argv: list[str], values: dict[str, str]) -> list[str]:
+    """Placeholders replaced in every argument (plain replacement: arguments may hold other braces)."""
+    filled = []
+    for part in argv:
+        for key, value in values.items():
+            part = part.replace(key, value)
+        filled.append(part)
+    return filled
+
+
+@contextmanager
+def replay(ctx: ReviewContext, cases: list[ReplayCase], purpose: str, fold: int | None = None) -> Iterator[ReplayRun]:
+    """Run the attempt's command on `cases` ({fold}: `fold`, else the first declared fold); the
+    outputs folder lives until the block ends. Findings are also added to `ctx.replay_findings`."""
+    fold = ctx.job.folds[0] if fold is None else fold
+    checkout = detached_worktree(ctx.workspace.commit_store, ctx.job.commit)
+    with checkout as tree, tempfile.TemporaryDirectory(prefix=f"amid-{purpose}-") as tmp:
+        run = _run(ctx, cases, purpose, fold, tree, Path(tmp))
+        ctx.replay_findings.extend(run.findings)
+        yield run
+
+
+def _run(ctx: ReviewContext, cases: list[ReplayCase], purpose: str, fold: int, tree: Path, tmp: Path) -> ReplayRun:
+    mounts = _mounts(ctx, cases, tree, tmp)
+    try:
+        kind = resolve_kind(ctx.job.replay_sandbox)
+    except SandboxUnavailable as exc:
+        return ReplayRun(purpose, [], Outcome(None, False, "", str(exc), 0.0), mounts.outputs, None)
+    values = {**placeholders(kind, mounts, ctx.job.python), "{fold}": str(fold)}
+    argv = fill(ctx.job.inference_command or [], values)
+    command, cwd = wrap(kind, argv, mounts)
+    outcome = run_bounded(command, cwd, ctx.job.replay_timeout_s, replay_env(tmp / "home", kind))
+    return ReplayRun(purpose, argv, outcome, mounts.outputs, kind, _findings(ctx, purpose, outcome))
+
+
+def _mounts(ctx: ReviewContext, cases: list[ReplayCase], tree: Path, tmp: Path) -> Mounts:
+    inputs, outputs, home = tmp / "inputs", tmp / "outputs", tmp / "home"
+    for folder in (inputs, outputs, home):
+        folder.mkdir()
+    for case in cases:
+        for image in case.images:
+            shutil.copyfile(image, inputs / image.name)
+    name, files = _checkpoint(ctx)
+    return Mounts(tree, inputs, outputs, name, files, hidden=(ctx.workspace.root,))
+
+
+def _checkpoint(ctx: ReviewContext) -> tuple[str | None, dict[str, Path]]:
+    """The frozen checkpoint's declared name and its files (path inside it → frozen file)."""
+    refs = [ref for ref in ctx.files("checkpoint") if ctx.usable(ref)]
+    if not refs:
+        return None, {}
+    return PurePath(refs[0].declared_path).name, {ref.member or "": ctx.path(ref) for ref in refs}
+
+
+def _findings(ctx: ReviewContext, purpose: str, outcome: Outcome) -> list[dict[str, Any]]:
+    root = ctx.workspace.root
+    places = sorted({str(root), str(root.resolve())}, key=len, reverse=True)
+    workspace = re.compile("|".join(re.escape(p) for p in places))
+    found = []
+    for stream, text in (("stderr", outcome.stderr_tail), ("stdout", outcome.stdout)):
+        for number, line in enumerate(text.splitlines(), 1):
+            for kind, rule in (
+                ("workspace path", workspace),
+                ("relative workspace path", RELATIVE),
+                ("network", NETWORK),
+            ):
+                if match := rule.search(line):
+                    found.append({"source": f"{purpose} replay", "file": stream, "line": number, "kind": kind,
+                                  "match": match.group(0), "text": line.strip()[:200]})  # fmt: skip
+    return found

@@ -1,0 +1,192 @@
+"""The replay sandbox: one bubblewrap (bwrap) command line around every replay of an attempt's code.
+
+Inside, a replay sees only what it needs, each at a fixed path:
+
+    /replay/code        the frozen commit, checked out (read-only; the working directory)
+    /replay/checkpoint  the frozen checkpoint, under its declared name (read-only)
+    /replay/inputs      the input images of the replay's cases, no labels (read-only)
+    /replay/outputs     where it writes its predictions (the only writable bind)
+
+plus the Python environment read-only (/usr, the interpreter's virtual environment and base
+installation, the AMID packages the scaffolds' replay commands import), a fresh /proc, a minimal
+/dev, a private /tmp, no network (own network namespace: only a loopback with nothing behind it),
+its own PID/IPC/UTS namespaces, a new session, and death with its parent. The workspace (task/
+labels, private/, repo/, worktrees/, artifacts/) is not mounted; where it lies under a mounted
+folder it is covered by an empty tmpfs.
+
+Where bubblewrap cannot run, `replay_sandbox=auto` falls back to running the command plainly, with a
+logged warning and `sandbox: "none"` in the evidence; `bwrap` makes the sandbox a requirement and
+`none` switches it off. DESIGN §13: the reviewer's recomputation is the guarantee; this makes a
+replay that reaches for data it was not given fail instead of score.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import logging
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+SandboxSetting = Literal["auto", "bwrap", "none"]
+SandboxKind = Literal["bwrap", "none"]
+
+ROOT = Path("/replay")
+CODE, CHECKPOINT, INPUTS, OUTPUTS = ROOT / "code", ROOT / "checkpoint", ROOT / "inputs", ROOT / "outputs"
+SYSTEM_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")  # merged-/usr symlinks, or folders
+SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/hosts")
+AMID_PACKAGES = ("server", "tools")
+PASSED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "OMP_NUM_THREADS")
+log = logging.getLogger(__name__)
+
+
+class SandboxUnavailable(RuntimeError):
+    """replay_sandbox=bwrap, and bubblewrap cannot run here."""
+
+
+@dataclass(frozen=True)
+class Mounts:
+    """The host side of what a replay sees: the checkout, its inputs and outputs, the checkpoint's
+    files (path inside the checkpoint → frozen file), and folders that must stay invisible."""
+
+    code: Path
+    inputs: Path
+    outputs: Path
+    checkpoint_name: str | None = None
+    checkpoint_files: dict[str, Path] = field(default_factory=dict)
+    hidden: tuple[Path, ...] = ()
+    gpu: bool = False
+
+
+@functools.cache
+def bwrap_problem() -> str | None:
+    """Why bubblewrap cannot run here (not installed, no namespaces), or None when it can."""
+    binary = shutil.which("bwrap")
+    if binary is None:
+        return "bwrap is not installed (Debian package bubblewrap)"
+    probe = [binary, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"]
+    try:
+        done = subprocess.run(probe, capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap cannot start: {exc}"
+    return None if done.returncode == 0 else f"bwrap cannot create namespaces: {done.stderr.decode()[-300:].strip()}"
+
+
+def resolve_kind(setting: SandboxSetting) -> SandboxKind:
+    """The sandbox a replay gets under `setting`: bwrap where it can run; `none` only by setting or
+    (auto) where it cannot, logged."""
+    if setting == "none":
+        return "none"
+    problem = bwrap_problem()
+    if problem is None:
+        return "bwrap"
+    if setting == "bwrap":
+        raise SandboxUnavailable(f"replay_sandbox=bwrap, but {problem}")
+    log.warning("replay sandbox off (replay_sandbox=auto): %s; replays run unconfined", problem)
+    return "none"
+
+
+def placeholders(kind: SandboxKind, mounts: Mounts, python: str) -> dict[str, str]:
+    """The values of an inference command's placeholders, as the replay sees them."""
+    inside = kind == "bwrap"
+    checkpoint = (CHECKPOINT if inside else mounts.inputs.parent / "checkpoint") / (mounts.checkpoint_name or "")
+    return {
+        "{python}": python,
+        "{input_dir}": str(INPUTS if inside else mounts.inputs),
+        "{output_dir}": str(OUTPUTS if inside else mounts.outputs),
+        "{code_dir}": str(CODE if inside else mounts.code),
+        "{checkpoint}": str(checkpoint) if mounts.checkpoint_name else "",
+    }
+
+
+def wrap(kind: SandboxKind, argv: list[str], mounts: Mounts) -> tuple[list[str], Path]:
+    """(argv to run, cwd) for a replay of `argv` in the sandbox `kind`."""
+    if kind == "none":
+        _link_checkpoint(mounts)
+        return argv, mounts.code
+    binds = [*_environment(), *_system(), *_replay_binds(mounts), *_gpu(mounts.gpu)]
+    covered = [arg for path in mounts.hidden for dest in _seen_at(path, binds) for arg in ("--tmpfs", dest)]
+    isolation = ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--unshare-all", "--die-with-parent"]
+    command = [str(shutil.which("bwrap")), *isolation, "--new-session", *binds, *covered]
+    return [*command, "--chdir", str(CODE), "--", *argv], mounts.code
+
+
+def replay_env(home: Path, kind: SandboxKind) -> dict[str, str]:
+    """A small environment for the replay: no AMID_* settings, no tokens, no server secrets."""
+    env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    inside_home = "/tmp" if kind == "bwrap" else str(home)
+    env.update(HOME=inside_home, TMPDIR=inside_home, PYTHONDONTWRITEBYTECODE="1", PYTHONNOUSERSITE="1")
+    env.update(MPLCONFIGDIR=inside_home)
+    return env
+
+
+def _replay_binds(mounts: Mounts) -> list[str]:
+    binds = ["--ro-bind", str(mounts.code), str(CODE), "--ro-bind", str(mounts.inputs), str(INPUTS)]
+    binds += ["--bind", str(mounts.outputs), str(OUTPUTS)]
+    base = CHECKPOINT / (mounts.checkpoint_name or "")
+    for rel, source in mounts.checkpoint_files.items():
+        binds += ["--ro-bind", str(source), str(base / rel) if rel else str(base)]
+    return binds
+
+
+def _link_checkpoint(mounts: Mounts) -> None:
+    """Unconfined: the checkpoint's files, under their declared names, as symlinks to the frozen ones."""
+    base = mounts.inputs.parent / "checkpoint" / (mounts.checkpoint_name or "")
+    for rel, source in mounts.checkpoint_files.items():
+        target = base / rel if rel else base
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.symlink_to(source)
+
+
+def _environment() -> list[str]:
+    """The interpreter and its packages, read-only, at the paths the interpreter expects."""
+    found: dict[str, str] = {"/usr": "/usr"}
+    for prefix in {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix}:
+        found.setdefault(prefix, os.path.realpath(prefix))
+    for name in AMID_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            found.setdefault(location, os.path.realpath(location))
+    inner = {dest: src for dest, src in found.items() if not any(_inside(dest, o) for o in found if o != dest)}
+    return [arg for dest, src in sorted(inner.items()) for arg in ("--ro-bind", src, dest)]
+
+
+def _system() -> list[str]:
+    args: list[str] = []
+    for name in SYSTEM_LINKS:
+        path = Path("/") / name
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            args += ["--ro-bind", str(path), str(path)]
+    for name in SYSTEM_FILES:
+        args += ["--ro-bind-try", name, name]
+    return args
+
+
+def _gpu(wanted: bool) -> list[str]:
+    """NVIDIA device nodes and /sys for a replay that was given GPUs."""
+    if not wanted:
+        return []
+    nodes = sorted(str(p) for p in Path("/dev").glob("nvidia*"))
+    return [*(a for n in nodes for a in ("--dev-bind", n, n)), "--ro-bind-try", "/sys", "/sys"]
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path != folder and path.startswith(folder.rstrip("/") + "/")
+
+
+def _seen_at(path: Path, binds: list[str]) -> list[str]:
+    """Where a folder that must stay hidden would appear inside, through a bind of a folder above it."""
+    resolved, seen = os.path.realpath(path), []
+    for i, arg in enumerate(binds):
+        source, dest = binds[i + 1 : i + 3] if arg in ("--ro-bind", "--bind") else ("", "")
+        if source and (resolved == source or _inside(resolved, source)):
+            seen.append(dest + resolved[len(source) :])
+    return seen
