@@ -34,6 +34,7 @@ from benchmarks._common import demo_workspace, write_result
 from server.context import Services
 from server.ledger import Ledger
 from server.reviewer import reviewer, stop_reviewer
+from server.sandbox import SandboxSetting
 from server.settings import Settings
 from tests.server.reviewer.sandbox import AgentSandbox, call, client_for
 
@@ -94,7 +95,7 @@ async def _run(services: Services, plans: dict[str, list[dict[str, Any]]]) -> tu
 
 def _measure(mode: str, args: argparse.Namespace) -> dict[str, Any]:
     ws = demo_workspace()
-    sandbox = "none" if mode == "replay-none" else "bwrap" if mode == "replay-bwrap" else "auto"
+    sandbox: SandboxSetting = "none" if mode == "replay-none" else "bwrap" if mode == "replay-bwrap" else "auto"
     settings = Settings(workspace=ws.root, port=0, review_workers=args.workers, replay_sandbox=sandbox)
     services = Services(settings=settings, workspace=ws, ledger=Ledger(ws.ledger_path))
     replay = mode != "no-replay"

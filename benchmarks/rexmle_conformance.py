@@ -212,6 +212,11 @@ def _fold_predictions(
         table = write_fold_answers(workspace.task_dir, workspace.contract(), cases, pseudo / "private")
         table.rename(pseudo / "private" / "test_labels.csv")
         shutil.copytree(prepared / "public", pseudo / "public", symlinks=True)
+        for path in (pseudo / "private").rglob("*"):  # input files the answers name (test/images/…) seen as public
+            target = pseudo / "public" / path.relative_to(pseudo / "private")
+            if path.is_file() and path.suffix != ".csv" and not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.symlink_to(path.resolve())
         _fold_sample(prepared / "public" / "sample_submission.csv", pseudo / "public" / "sample_submission.csv", cases)
         SUBMITTERS[challenge_id](pseudo, into, kind)
     finally:

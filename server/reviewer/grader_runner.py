@@ -15,7 +15,7 @@ nothing of AMID.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
+import importlib
 import inspect
 import json
 import math
@@ -43,12 +43,9 @@ def main(argv: list[str]) -> int:
 def _grade(grader: str, function: str, submission_csv: str, submission_dir: str, answers_csv: str,
            answers_dir: str) -> dict[str, Any]:  # fmt: skip
     try:
-        spec = importlib.util.spec_from_file_location("amid_task_grader", grader)
-        if spec is None or spec.loader is None:
-            return {"status": "error", "reason": f"cannot load grader {grader}"}
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["amid_task_grader"] = module
-        spec.loader.exec_module(module)
+        # Imported by its own name from its own folder (first on sys.path and on PYTHONPATH), so
+        # worker processes the grader starts (joblib, multiprocessing) can import it again.
+        module = importlib.import_module(Path(grader).stem)
         grade = getattr(module, function)
         import pandas as pd
 

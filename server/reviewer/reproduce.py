@@ -22,12 +22,14 @@ from server.errors import DataUnreadable
 from server.repo import resolve_commit
 from server.reviewer.agreement import LABEL_AGREEMENT, VALUE_AGREEMENT, label_agreement, value_agreement, values_agree
 from server.reviewer.context import ReviewContext
+from server.reviewer.graded_replay import graded_reproduction_check
 from server.reviewer.images import read_volume
 from server.reviewer.predictions import case_of
 from server.reviewer.replay import ReplayCase, ReplayRun, replay
 from server.reviewer.report import Check, fired, head, ok, unverifiable
 from server.reviewer.scoring import foreground_labels
 from server.reviewer.tabular import columns, read_rows
+from server.reviewer.task_grader import scores_folds
 
 CODE = "PRED_NOT_REPRODUCED"
 IMAGE_TYPES = frozenset({"nifti", "png", "tiff"})
@@ -39,6 +41,8 @@ def reproduction_check(ctx: ReviewContext) -> Check:
         return fired(CODE, why, fix="declare the argv that writes your predictions (placeholders: {input_dir} …)")
     if resolve_commit(ctx.workspace.commit_store, ctx.job.commit) != ctx.job.commit:
         return fired(CODE, "the commit is not in the repository: nothing to replay", commit=ctx.job.commit)
+    if scores_folds(ctx):  # benchmark folds: the replay writes a submission, compared case by case
+        return graded_reproduction_check(ctx)
     file_type = ctx.contract.prediction.file_type
     if file_type not in IMAGE_TYPES and file_type != "csv":
         return unverifiable(CODE, f"{file_type} predictions are not compared with a replay yet")

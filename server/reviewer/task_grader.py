@@ -10,6 +10,7 @@ with the whole challenge folder beside its file.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -55,7 +56,9 @@ def run_grader(
     argv = [python, str(RUNNER), str(grader_file), grader.function,
             str(submission_dir / ctx.contract.submission.filename), str(submission_dir), str(answers_csv),
             str(answers_dir), mode]  # fmt: skip
-    outcome = run_bounded(argv, grader_file.parent, ctx.job.grader_timeout_s, child_env({"PYTHONNOUSERSITE": "1"}))
+    env = child_env({"PYTHONNOUSERSITE": "1"})
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(grader_file.parent), env.get("PYTHONPATH", "")) if p)
+    outcome = run_bounded(argv, grader_file.parent, ctx.job.grader_timeout_s, env)
     if outcome.timed_out:
         return GraderVerdict(
             "timed_out", f"did not finish within {ctx.job.grader_timeout_s:.0f} s", {}, outcome.seconds

@@ -20,27 +20,29 @@ from server.workspace import Workspace
 from tests.fixtures.rexmle import SPECS
 from tests.server.reviewer.sandbox import AgentSandbox
 
-# Replays by copying, for each input case, the checkpoint's memorised output of that case (a file
-# named CASE<ending>, or the rows of table.csv): reproducible from the commit and the checkpoint alone.
+# Replays by writing, into {output_dir}, the submission of the cases it is given (submission.csv and
+# the files it names) from the one its checkpoint memorised: reproducible from commit and checkpoint.
+# A case is given when an input file is named after it (`CASE_0000.nii.gz`, `topcow_ct_CASE_0000…`).
 MEMORY_PY = """\
 import csv
+import re
 import shutil
 import sys
 from pathlib import Path
 
-source, target, checkpoint = (Path(a) for a in sys.argv[1:4])
+source, target, memory = (Path(a) for a in sys.argv[1:4])
+names = [p.name for p in source.iterdir()]
+with (memory / "submission.csv").open(encoding="utf-8") as handle:
+    header, *rows = list(csv.reader(handle))
+kept = [r for r in rows if any(re.search(rf"(^|_){re.escape(r[0])}([._]|$)", n) for n in names)]
 target.mkdir(parents=True, exist_ok=True)
-names = sorted(p.name for p in source.iterdir())
-table = checkpoint / "table.csv"
-if table.is_file():
-    header, *rows = list(csv.reader(table.open(encoding="utf-8")))
-    kept = [r for r in rows if any(n.split(".")[0] == r[0] for n in names)]
-    with (target / "predictions.csv").open("w", encoding="utf-8", newline="") as handle:
-        csv.writer(handle).writerows([header, *kept])
-else:
-    for memory in sorted(checkpoint.iterdir()):
-        if any(n.startswith(memory.name.split(".")[0]) for n in names):
-            shutil.copyfile(memory, target / memory.name)
+with (target / "submission.csv").open("w", encoding="utf-8", newline="") as handle:
+    csv.writer(handle).writerows([header, *kept])
+for row in kept:
+    for value in row[1:]:
+        if (memory / value).is_file():
+            (target / value).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(memory / value, target / value)
 """
 REPLAY = ["{python}", "predict.py", "{input_dir}", "{output_dir}", "{checkpoint}"]
 
@@ -93,18 +95,8 @@ class BenchmarkAgent(AgentSandbox):
         return self._folder(folder, files, {})
 
     def memorised_checkpoint(self, predictions: str, rel: str) -> str:
-        """A checkpoint that memorises a predictions folder's outputs, named as the replay writes them
-        (CASE<file_ending>, or table.csv for a table task)."""
-        target = self.path(f"{rel}/x").parent
-        with self.path(f"{predictions}/submission.csv").open(encoding="utf-8") as handle:
-            rows = list(csv.DictReader(handle))
-        if self.spec.kind == "table":
-            pairs = [[r[self.id_column], r[self.pred_column]] for r in rows]
-            self._write_csv(target / "table.csv", [self.id_column, self.pred_column], pairs)
-            return rel
-        for row in rows:
-            source = self.path(f"{predictions}/{row[self.pred_column]}")
-            shutil.copyfile(source, target / f"{row[self.id_column]}{self.contract.layout.file_ending}")
+        """A checkpoint that memorises a predictions folder (submission.csv and its files)."""
+        shutil.copytree(self.path(predictions), self.path(rel), dirs_exist_ok=True)
         return rel
 
     def payload(self, commit: str, fold: int, folder: str, **overrides: Any) -> dict[str, Any]:
@@ -126,7 +118,7 @@ class BenchmarkAgent(AgentSandbox):
         for case in files or values:
             row = {**self.sample, self.id_column: case}
             if files:
-                name, content = files[case]
+                _, content = files[case]
                 rel = self._named_like_sample(case)
                 self.path(f"{folder}/{rel}").write_bytes(content)
                 row[self.pred_column] = rel

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from server.context import Services
-from tests.server.reviewer.sandbox import AgentSandbox, call, client_for, marked, verdict
+from server.reviewer.report import CODES
+from tests.server.reviewer.sandbox import AgentSandbox, call, client_for, verdict
 
 pytestmark = pytest.mark.anyio
 N_AGENTS = 16
@@ -31,7 +32,7 @@ async def test_sixteen_agents_each_get_exactly_one_verdict(review_services: Serv
     for index in range(N_AGENTS):
         box = AgentSandbox(review_services.workspace, f"crowd-{index:02d}")
         fold = index % review_services.workspace.folds().k
-        payloads[box.agent_id] = box.payload(box.commit(), fold, box.write_predictions(fold, marked(100 + index)))
+        payloads[box.agent_id] = box.model_payload(box.commit(), fold, 100 + index)
     for agent_id in payloads:  # register identities before the rush
         review_services.ledger.identities.create_token(agent_id, "agent")
 
@@ -45,6 +46,6 @@ async def test_sixteen_agents_each_get_exactly_one_verdict(review_services: Serv
     )
     assert len(per_attempt) == N_AGENTS
     assert all(row["n"] == 1 and row["done"] == 1 and row["status"] == "accepted" for row in per_attempt)
-    assert db.scalar("SELECT count(*) FROM check_results") == 15 * N_AGENTS
+    assert db.scalar("SELECT count(*) FROM check_results") == len(CODES) * N_AGENTS
     assert db.scalar("SELECT count(*) FROM metrics WHERE source = 'reviewer' AND scope = 'fold'") == 2 * N_AGENTS
     assert db.scalar("SELECT count(*) FROM metrics WHERE scope = 'baseline'") == 2 * 5  # once per fold and metric

@@ -6,14 +6,14 @@ import pytest
 
 from server.mcp_client import call, connect
 from tests.server.conftest import Running
-from tests.server.reviewer.sandbox import AgentSandbox, marked
+from tests.server.reviewer.sandbox import AgentSandbox
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
 async def test_an_attempt_submitted_over_http_is_reviewed_by_the_servers_pool(running: Running) -> None:
     box = AgentSandbox(running.workspace, "alice")
-    payload = box.payload(box.commit(), 0, box.write_predictions(0, marked(1)))
+    payload = box.model_payload(box.commit(), 0, seed=1)
     async with connect(running.url, running.tokens["alice"]) as client:
         attempt = await call(client, "submit_attempt", payload)
         queued = await call(client, "request_review", {"attempt_id": attempt["attempt_id"]})

@@ -13,8 +13,9 @@ import pytest
 
 from server.context import Services
 from server.reviewer.pool import ReviewerPool
+from server.reviewer.report import CODES
 from tests.server.reviewer.conftest import open_services
-from tests.server.reviewer.sandbox import AgentSandbox, call, client_for, marked, verdict
+from tests.server.reviewer.sandbox import AgentSandbox, call, client_for, verdict
 
 pytestmark = pytest.mark.anyio
 
@@ -54,7 +55,7 @@ def _wait_until(predicate: object, timeout_s: float = 60.0) -> None:
 
 async def _submitted(services: Services, agent_id: str, fold: int, seed: int, **artifacts: str) -> str:
     box = AgentSandbox(services.workspace, agent_id)
-    payload = box.payload(box.commit(), fold, box.write_predictions(fold, marked(seed)), artifacts=artifacts)
+    payload = box.model_payload(box.commit(), fold, seed, artifacts=artifacts)
     async with client_for(services, agent_id) as client:
         return str((await call(client, "submit_attempt", payload))["attempt_id"])
 
@@ -73,7 +74,7 @@ async def test_a_review_left_running_by_a_killed_server_is_requeued_and_decided_
     done = bare_services.ledger.reviews.get(review["review_id"])
     assert (done["status"], done["verdict"]) == ("done", "accepted")
     assert bare_services.ledger.db.scalar("SELECT count(*) FROM reviews WHERE attempt_id = ?", [attempt_id]) == 1
-    assert len(bare_services.ledger.reviews.checks(review["review_id"])) == 15
+    assert len(bare_services.ledger.reviews.checks(review["review_id"])) == len(CODES)
     assert bare_services.ledger.activity.events(kind="reviews_requeued")
 
 

@@ -3,6 +3,7 @@ labels table, compares with the majority-class predictor, and finds copied table
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -63,15 +64,34 @@ def _truth(box: AgentSandbox) -> dict[str, int]:
     return {line.split(",")[0]: int(line.split(",")[1]) for line in lines}
 
 
+# The replayed "model": a lookup from its checkpoint, written for the cases of {input_dir}.
+TABLE_MODEL_PY = """\
+import json, sys
+from pathlib import Path
+model, source, target = json.loads(Path(sys.argv[1]).read_text()), Path(sys.argv[2]), Path(sys.argv[3])
+cases = sorted(p.name[: -len("_0000.nii.gz")] for p in source.glob("*_0000.nii.gz"))
+rows = "".join(f"{case},{model[case]}\\n" for case in cases)
+(target / "predictions.csv").write_text("case_id,label\\n" + rows)
+"""
+TABLE_REPLAY = ["{python}", "table_model.py", "{checkpoint}", "{input_dir}", "{output_dir}"]
+
+
 def _payload(box: AgentSandbox, fold: int, predict: dict[str, int], declared: float, tag: str) -> dict[str, Any]:
     rows = "\n".join(f"{case},{label}" for case, label in predict.items())
     table = box.write_text(f"outputs/{tag}/predictions.csv", "case_id,label\n" + rows + "\n", encoding="utf-8")
     manifest = box.honest_manifest([fold], f"outputs/{tag}/manifest.json")
+    checkpoint = box.write_text(f"outputs/{tag}/model.json", json.dumps(predict), encoding="utf-8")
     return {
-        "commit": box.commit(),
+        "commit": box.commit({"table_model.py": TABLE_MODEL_PY}),
         "folds": [fold],
         "declared_scores": {str(fold): {"balanced_accuracy": declared}},
-        "artifacts": {"predictions": {str(fold): table}, "training_manifest": manifest, **box.write_evidence(tag)},
+        "artifacts": {
+            "predictions": {str(fold): table},
+            "training_manifest": manifest,
+            **box.write_evidence(tag),
+            "checkpoint": checkpoint,
+        },
+        "inference_command": TABLE_REPLAY,
     }
 
 
@@ -85,6 +105,12 @@ async def test_table_predictions_are_rescored_and_judged(table_services: Service
         honest = await submit_and_review(client, _payload(box, 0, good, float(expected), "good"))
         assert honest["verdict"] == "accepted", honest["failed_checks"]
         assert honest["metrics"][0]["verified"] == pytest.approx(expected)
+        assert "PRED_NOT_REPRODUCED" in honest["passed_checks"]  # the CSV replay agrees row by row
+
+        flipped = _payload(box, 0, good, float(expected), "flipped")  # a replay that disagrees on every row
+        box.write_text("outputs/flipped/model.json", json.dumps({c: 1 - v for c, v in good.items()}))
+        replayed = failed_codes(await submit_and_review(client, flipped))["PRED_NOT_REPRODUCED"]["evidence"]
+        assert replayed["n_differing"] == replayed["n_cases"] == 2
 
         majority = await submit_and_review(client, _payload(box, 0, dict.fromkeys(val, 0), 0.5, "majority"))
         baseline = failed_codes(majority)["TRIVIAL_BASELINE"]["evidence"]["folds"][0]

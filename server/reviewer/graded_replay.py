@@ -1,0 +1,97 @@
+"""PRED_NOT_REPRODUCED on benchmark folds (laid out like submissions).
+
+The replay machinery is the built-in one (server/reviewer/replay.py: frozen commit, frozen
+checkpoint, sandbox, the input files of the sampled cases under their own names); what differs is
+the output contract: the command writes a submission for the cases it was given into
+{output_dir} — `submission.csv` plus the files it names, as in the fold's frozen predictions — and
+each sampled case's replayed file (or row) is compared with its frozen one
+(server/reviewer/submission_files.py: label agreement, value agreement, equal parsed JSON, equal
+table values).
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from server.reviewer.agreement import LABEL_AGREEMENT
+from server.reviewer.context import ReviewContext
+from server.reviewer.replay import ReplayCase, ReplayRun, replay
+from server.reviewer.report import Check, fired, head, ok, unverifiable
+from server.reviewer.submission_files import agreement, case_members, read_submission, rows_agree
+
+CODE = "PRED_NOT_REPRODUCED"
+
+
+def graded_reproduction_check(ctx: ReviewContext) -> Check:
+    seed = secrets.randbits(32)
+    rng = random.Random(seed)
+    compared: list[dict[str, Any]] = []
+    last: ReplayRun | None = None
+    for fold in ctx.job.folds:
+        frozen = _frozen(ctx, fold)
+        sample = sorted(rng.sample(sorted(frozen), min(ctx.job.replay_cases_per_fold, len(frozen))))
+        if not sample:
+            continue
+        ctx.progress(0.72, f"validation replay, fold {fold}")
+        cases = [
+            ReplayCase(c, tuple(ctx.workspace.task_dir / p for p in ctx.train_cases[c].image_paths)) for c in sample
+        ]
+        with replay(ctx, cases, "validation", fold=fold) as run:
+            last = run
+            if not run.succeeded:
+                why = run.failure(ctx.job.replay_timeout_s)
+                return fired(CODE, f"the inference command failed on the validation replay ({why}): "
+                             f"{run.outcome.stderr_tail.strip()[-200:]}", cases=sample, seed=seed,
+                             **run.evidence())  # fmt: skip
+            compared += [_compare(ctx, fold, case, frozen[case], run.outputs) for case in sample]
+    if last is None:
+        return unverifiable(CODE, "no frozen prediction of a validation case to compare a replay with", seed=seed)
+    return _verdict(compared, seed, last)
+
+
+def _frozen(ctx: ReviewContext, fold: int) -> dict[str, Any]:
+    """case → its frozen file ref (files) or row (tables), from the fold's frozen submission.csv."""
+    refs = {r.member or PurePosixPath(r.declared_path).name: r for r in ctx.files("predictions", fold) if ctx.usable(r)}
+    table = refs.get(ctx.contract.submission.filename)
+    if table is None:
+        return {}
+    text = ctx.path(table).read_text(encoding="utf-8", errors="replace")
+    val = set(ctx.folds.val_cases(fold))
+    if ctx.contract.submission.file_column is None:
+        rows = read_submission(text, ctx.contract.submission.id_column)
+        return {case: row for case, row in rows.items() if case in val}
+    return {case: refs[m] for case, m in case_members(ctx, text).items() if case in val and m in refs}
+
+
+def _compare(ctx: ReviewContext, fold: int, case_id: str, frozen: Any, outputs: Path) -> dict[str, Any]:
+    item: dict[str, Any] = {"fold": fold, "case_id": case_id}
+    table = outputs / ctx.contract.submission.filename
+    if not table.is_file():
+        return {**item, "agreement": 0.0, "threshold": 1.0, "problem": f"the replay wrote no {table.name}"}
+    text = table.read_text(encoding="utf-8", errors="replace")
+    if ctx.contract.submission.file_column is None:
+        replayed_row = read_submission(text, ctx.contract.submission.id_column).get(case_id)
+        same = rows_agree(ctx, replayed_row, frozen)
+        return {**item, "agreement": 1.0 if same else 0.0, "threshold": 1.0, "replayed": replayed_row, "frozen": frozen}
+    member = case_members(ctx, text).get(case_id)
+    if member is None or ".." in PurePosixPath(member).parts or not (outputs / member).is_file():
+        return {**item, "agreement": 0.0, "threshold": LABEL_AGREEMENT, "problem": "no replayed file for the case"}
+    name = frozen.member or frozen.declared_path
+    value, threshold = agreement(ctx, outputs / member, ctx.path(frozen), name)
+    return {**item, "agreement": round(value, 6), "threshold": threshold}
+
+
+def _verdict(compared: list[dict[str, Any]], seed: int, run: ReplayRun) -> Check:
+    evidence = {"cases": head(compared), "n_cases": len(compared), "seed": seed, "sandbox": run.sandbox,
+                "argv": run.argv, "replay_seconds": round(run.outcome.seconds, 2)}  # fmt: skip
+    differing = [c for c in compared if c["agreement"] < c["threshold"]]
+    if differing:
+        first = differing[0]
+        return fired(CODE, f"{len(differing)} of {len(compared)} replayed cases differ from the frozen predictions "
+                     f"(first: fold {first['fold']} {first['case_id']}, agreement {first['agreement']:.3f} "
+                     f"< {first['threshold']})", n_differing=len(differing), **evidence)  # fmt: skip
+    low = min(c["agreement"] for c in compared)
+    return ok(CODE, f"the replay reproduces all {len(compared)} sampled cases (lowest agreement {low:.4f})", **evidence)
