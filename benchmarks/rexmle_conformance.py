@@ -35,7 +35,7 @@ import sys
 import tempfile
 import time
 import zipfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -47,6 +47,7 @@ from server.demo import start_server, stop_server
 from server.local_client import call as admin_call
 from server.mcp_client import call, connect
 from server.workspace import Workspace
+from tools.task.cases import discover_cases
 from tools.task.fold_answers import write_fold_answers
 
 HERE = Path(__file__).resolve().parent
@@ -57,16 +58,15 @@ RUNNER = Path(__file__).resolve().parent.parent / "server" / "reviewer" / "grade
 # The committed "model" of every attempt: it replays the predictions memorised in its checkpoint
 # (a zip of a submission folder) for the cases whose input files it is given.
 MEMORISED_PY = '''\
-"""Replays memorised predictions: python memorised.py CHECKPOINT_ZIP INPUT_DIR OUTPUT_DIR"""
+"""Replays memorised predictions: python memorised.py CHECKPOINT_ZIP CASE_IDS OUTPUT_DIR"""
 import csv, io, sys, zipfile
 from pathlib import Path
 
-checkpoint, inputs, output = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
-names = [p.name for p in inputs.rglob("*") if p.is_file()]
+checkpoint, wanted, output = sys.argv[1], set(sys.argv[2].split(",")), Path(sys.argv[3])
 with zipfile.ZipFile(checkpoint) as archive:
     rows = list(csv.DictReader(io.StringIO(archive.read("submission.csv").decode())))
     header = list(rows[0]) if rows else []
-    keep = [r for r in rows if any(r[header[0]] in n for n in names)]
+    keep = [r for r in rows if r[header[0]] in wanted]
     output.mkdir(parents=True, exist_ok=True)
     for row in keep:
         for value in row.values():
@@ -193,7 +193,7 @@ async def _attempt(
         "artifacts": {"predictions": {"0": f"{rel}/fold0"}, "submission": f"{rel}/submission",
                       "checkpoint": f"{rel}/checkpoint.zip", "training_manifest": f"{rel}/manifest.json",
                       "logs": [f"{rel}/train.log"]},
-        "inference_command": ["{python}", "memorised.py", "{checkpoint}", "{input_dir}", "{output_dir}"],
+        "inference_command": ["{python}", "memorised.py", "{checkpoint}", "{case_ids}", "{output_dir}"],
     })  # fmt: skip
     review = await call(client, "request_review", {"attempt_id": attempt["attempt_id"]})
     verdict = await call(client, "get_review", {"review_id": review["review_id"], "wait_s": 50})
@@ -217,10 +217,24 @@ def _fold_predictions(
             if path.is_file() and path.suffix != ".csv" and not target.exists():
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.symlink_to(path.resolve())
+        _fold_inputs(workspace, cases, pseudo / "public")
         _fold_sample(prepared / "public" / "sample_submission.csv", pseudo / "public" / "sample_submission.csv", cases)
         SUBMITTERS[challenge_id](pseudo, into, kind)
     finally:
         shutil.rmtree(pseudo, ignore_errors=True)
+
+
+def _fold_inputs(workspace: Workspace, cases: list[str], public: Path) -> None:
+    """The fold's input images where a submitter looks for test inputs (public/test/…)."""
+    trains = {c.case_id: c for c in discover_cases(workspace.task_dir, workspace.contract().layout, "train")}
+    for case in cases:
+        for rel in trains[case].image_paths:
+            parts = list(PurePosixPath(rel).parts[1:])  # without the leading public/
+            parts = ["test" if p == "train" else p for p in parts]
+            target = public.joinpath(*parts)
+            if not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.symlink_to(workspace.task_dir / rel)
 
 
 def _mean_table(workspace: Workspace, cases: list[str], into: Path) -> None:

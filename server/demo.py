@@ -24,6 +24,7 @@ from rich.table import Table
 
 from server.connect import ensure_worktree
 from server.errors import JobFailed
+from server.holdout_split import with_holdout_fraction
 from server.local_client import call as admin_call
 from server.mcp_client import call, connect
 from server.workspace import Workspace, init_workspace, read_server_marker
@@ -31,6 +32,7 @@ from tools.task.demo_task import make_demo_task
 from tools.task.importers import import_task
 
 console = Console(stderr=False)
+DEMO_HOLDOUT_FRACTION = 0.2
 
 
 def start_server(workspace: Path, timeout_s: float = 60.0) -> tuple[subprocess.Popen[bytes], str]:
@@ -89,7 +91,10 @@ def run_demo(root: Path | None = None) -> Workspace:
     console.rule("AMID demo")
     challenge = make_demo_task(root / "challenge")
     console.print(f"demo task generated at {challenge}")
-    workspace = init_workspace(import_task(challenge), root / "workspace")
+    imported = import_task(challenge)
+    # DESIGN §5: the server-held holdout is on for the demo (20 % of the patients, grouped, seeded).
+    imported.contract = with_holdout_fraction(imported.contract, DEMO_HOLDOUT_FRACTION)
+    workspace = init_workspace(imported, root / "workspace")
     console.print(f"workspace created at {workspace.root}")
     process, url = start_server(workspace.root)
     try:

@@ -25,7 +25,10 @@ from server.toolkit import WORKERS, Progress, ToolResult, ToolSpec
 class ArtifactPaths(BaseModel):
     """Paths in your worktree; the submitting-attempts skill gives the formats."""
 
-    predictions: dict[int, str] = Field(default_factory=dict, description="fold → folder of CASE<file_ending> files")
+    predictions: dict[int, str] = Field(
+        default_factory=dict,
+        description="fold → folder of CASE<file_ending> files (benchmark tasks: submission.csv + its files)",
+    )
     submission: str | None = Field(default=None, description="folder: submission.csv + its files")
     logs: list[str] = Field(default_factory=list)
     checkpoint: str | None = None
@@ -45,7 +48,9 @@ class SubmitAttemptInput(BaseModel):
     parent_attempt_id: str | None = None
     claims_improvement: list[str] = Field(default_factory=list, description="metrics claimed better than the parent")
     inference_command: list[str] | None = Field(
-        default=None, description="argv for holdout replay: {python} {input_dir} {output_dir}"
+        default=None,
+        description="argv the reviewer replays on sampled validation and holdout cases: {python} {input_dir} "
+        "{output_dir} {checkpoint} {fold} {case_ids} {code_dir}; benchmark tasks write submission.csv + files",
     )
     summary: str | None = None
     idempotency_key: str | None = None

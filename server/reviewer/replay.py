@@ -7,8 +7,9 @@ The command is argv (no shell) with placeholders, filled with the paths the repl
 {input_dir} (one file per case and channel, named as in the task: CASE_0000.nii.gz), {output_dir}
 (write CASE<file_ending> there), {checkpoint} (the frozen checkpoint under its declared name: a file,
 or a folder if a folder was declared), {code_dir} (the checkout, also the working directory),
-{fold} (the fold whose cases are replayed; the first declared fold for the holdout) and {python}
-(the server's interpreter). It runs as a bounded subprocess with `replay_timeout_s`.
+{fold} (the fold whose cases are replayed; the first declared fold for the holdout), {case_ids}
+(the replayed case ids, comma-separated: benchmark file names need not start with the id) and
+{python} (the server's interpreter). It runs as a bounded subprocess with `replay_timeout_s`.
 
 Lines of its stdout/stderr that name the workspace (task labels, private/, worktrees) or show a
 refused network call are findings: the sandbox made the access fail, and ILLEGAL_DATA_ACCESS
@@ -101,7 +102,8 @@ def _run(ctx: ReviewContext, cases: list[ReplayCase], purpose: str, fold: int, t
         kind = resolve_kind(ctx.job.replay_sandbox)
     except SandboxUnavailable as exc:
         return ReplayRun(purpose, [], Outcome(None, False, "", str(exc), 0.0), mounts.outputs, None)
-    values = {**placeholders(kind, mounts, ctx.job.python), "{fold}": str(fold)}
+    values = {**placeholders(kind, mounts, ctx.job.python), "{fold}": str(fold),
+              "{case_ids}": ",".join(case.case_id for case in cases)}  # fmt: skip
     argv = fill(ctx.job.inference_command or [], values)
     command, cwd = wrap(kind, argv, mounts)
     outcome = run_bounded(command, cwd, ctx.job.replay_timeout_s, replay_env(tmp / "home", kind))

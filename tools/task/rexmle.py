@@ -115,7 +115,9 @@ def _build(
     grader_file = module.rsplit(".", 1)[-1] + ".py"
     if not (folder / grader_file).is_file():
         raise InvalidInput(
-            f"config.yaml: grader.grade_fn names {module}; {grader_file} is not in {folder}", field="grader.grade_fn"
+            f"config.yaml: grader.grade_fn names {module}; {grader_file} is not in {folder}: pass the challenge "
+            "folder that holds the grader file, unchanged",
+            field="grader.grade_fn",
         )
     metadata = {str(k): v for k, v in (config.get("metadata") or {}).items() if isinstance(v, (str, int, float))}
     ending = ending_of(layout.train_images[0].replace("{case}", "x"))

@@ -112,15 +112,14 @@ class BenchmarkAgent(AgentSandbox):
 
     # ----------------------------------------------------------------- files
 
-    def _folder(self, folder: str, files: dict[str, tuple[str, bytes]], values: dict[str, str]) -> str:
+    def _folder(self, folder: str, files: dict[str, bytes], values: dict[str, str]) -> str:
         """submission.csv (the sample's columns) and the files, under the worktree's `folder`."""
         rows = []
         for case in files or values:
             row = {**self.sample, self.id_column: case}
             if files:
-                _, content = files[case]
                 rel = self._named_like_sample(case)
-                self.path(f"{folder}/{rel}").write_bytes(content)
+                self.path(f"{folder}/{rel}").write_bytes(files[case])
                 row[self.pred_column] = rel
             else:
                 row[self.pred_column] = values[case]
@@ -131,34 +130,34 @@ class BenchmarkAgent(AgentSandbox):
     def _named_like_sample(self, case: str) -> str:
         return self.sample[self.pred_column].replace(self.sample[self.id_column], case, 1)
 
-    def _train_answer(self, case: str) -> tuple[str, bytes]:
+    def _train_answer(self, case: str) -> bytes:
         if self.spec.kind == "coco":  # no label file per case: the training images' one COCO file
             grader = self.contract.grader
             assert grader is not None and grader.fold_answers is not None
             coco = next(str(c.train_source) for c in grader.fold_answers if c.kind == "coco_image")
-            return f"{case}.json", json.dumps(self._coco_slice(self.workspace.task_dir / coco, case)).encode()
+            return json.dumps(self._coco_slice(self.workspace.task_dir / coco, case)).encode()
         return self._converted(self.workspace.task_dir / str(self.cases[case].label_path))
 
-    def _converted(self, label: Path) -> tuple[str, bytes]:
+    def _converted(self, label: Path) -> bytes:
         """A label file as a prediction: edge YAML written as the JSON the sample asks for."""
         if self.spec.kind == "edges":
-            return label.name, json.dumps(yaml.safe_load(label.read_text(encoding="utf-8"))).encode()
-        return label.name, label.read_bytes()
+            return json.dumps(yaml.safe_load(label.read_text(encoding="utf-8"))).encode()
+        return label.read_bytes()
 
     def _coco_slice(self, coco: Path, case: str) -> dict[str, Any]:
         data = json.loads(coco.read_text(encoding="utf-8"))
         image = next(i for i in data["images"] if i["file_name"] == f"{case}.png")
         return {"images": [image], "annotations": [a for a in data["annotations"] if a["image_id"] == image["id"]]}
 
-    def _blank(self, case: str) -> tuple[str, bytes]:
+    def _blank(self, case: str) -> bytes:
         label = self.workspace.task_dir / str(self.cases[case].label_path)
-        return label.name, self._image_bytes(label, lambda array: np.zeros_like(array))
+        return self._image_bytes(label, lambda array: np.zeros_like(array))
 
-    def _unusable(self) -> tuple[str, bytes]:
+    def _unusable(self) -> bytes:
         if self.spec.kind == "edges":
-            return "broken.json", json.dumps({"anterior": {}}).encode()  # no posterior edges at all
+            return json.dumps({"anterior": {}}).encode()  # no posterior edges at all
         label = next(self.workspace.task_dir / str(c.label_path) for c in self.cases.values())
-        return label.name, self._image_bytes(label, lambda array: np.zeros(np.array(array.shape) + 1, array.dtype))
+        return self._image_bytes(label, lambda array: np.zeros(np.array(array.shape) + 1, array.dtype))
 
     def _image_bytes(self, reference: Path, change: Any) -> bytes:
         """The reference image's format and geometry, with `change` applied to its voxels."""

@@ -3,17 +3,19 @@ the benchmark's harness calls it, under the --grader-python wrapper): a perfect 
 with the grader's "valid" on its test submission, a broken test submission is SUBMISSION_INVALID by
 the grader's word, and trivial predictions are rejected. Five representative challenges: multi-channel
 NIfTI, a score table, MHA, graph edges (YAML answers, JSON predictions) and image enhancement. Real
-workspaces, worktrees, commits, review processes and grader subprocesses, through the real MCP client.
+workspaces, worktrees, commits, review processes and grader subprocesses, through the real MCP client;
+each challenge's attempts are submitted together and reviewed side by side.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 import numpy as np
 import pytest
 import yaml
@@ -24,10 +26,8 @@ from server.workspace import init_workspace
 from tests.fixtures.rexmle import grader_python, make_challenge
 from tests.server.reviewer.benchmark_agent import REPLAY, BenchmarkAgent
 from tests.server.reviewer.conftest import open_services
-from tests.server.reviewer.sandbox import client_for, failed_codes, submit_and_review
+from tests.server.reviewer.sandbox import call, client_for, failed_codes, verdict
 from tools.task.importers import import_task
-
-pytestmark = pytest.mark.anyio
 
 REVIEWED = ("isles22", "ldct-iqa", "panther-task1", "topcow-track1-task3", "usenhance")
 PERFECT = {"ldct-iqa": 3.0}  # |PLCC| + |SROCC| + |KROCC|; every other primary metric is 1.0 when perfect
@@ -41,104 +41,45 @@ GRADER_REFUSAL = {  # what the stand-in grader says of the broken submission's f
 
 
 @dataclass
-class Bench:
+class Reviewed:
     challenge_id: str
-    services: Services
-    data_dir: Path
+    root: Path
+    primary: str
+    folds: dict[str, int] = field(default_factory=dict)  # attempt → its fold
+    declared: dict[str, float] = field(default_factory=dict)  # attempt → its declared primary score
+    reviews: dict[str, dict[str, Any]] = field(default_factory=dict)  # attempt → get_review's answer
 
-
-@pytest.fixture(scope="module", params=REVIEWED)
-def bench(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bench]:
-    challenge_id = request.param
-    root = tmp_path_factory.mktemp(challenge_id)
-    folder, data_dir = make_challenge(root, challenge_id)
-    workspace = init_workspace(import_task(folder, data_dir=data_dir), root / "ws", grader_python=grader_python(root))
-    services = open_services(workspace.root, review_workers=2)
-    reviewer(services)
-    yield Bench(challenge_id, services, data_dir)
-    stop_reviewer(services)
-    services.ledger.close()
-
-
-def agent(bench: Bench, name: str) -> BenchmarkAgent:
-    return BenchmarkAgent(bench.services.workspace, name, bench.challenge_id, bench.data_dir)
-
-
-async def review_of(bench: Bench, box: BenchmarkAgent, payload: dict[str, Any]) -> dict[str, Any]:
-    async with client_for(bench.services, box.agent_id) as client:
-        return await submit_and_review(client, payload)
-
-
-def report_check(bench: Bench, review: dict[str, Any], code: str) -> dict[str, Any]:
-    report = json.loads((bench.services.workspace.root / review["report"]).read_text(encoding="utf-8"))
-    return dict(next(c for c in report["checks"] if c["code"] == code))
+    def check(self, attempt: str, code: str) -> dict[str, Any]:
+        """One check of the attempt's full report (passed ones included)."""
+        path = self.root / self.reviews[attempt]["report"]
+        return dict(next(c for c in json.loads(path.read_text(encoding="utf-8"))["checks"] if c["code"] == code))
 
 
 def errors(review: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {code: c for code, c in failed_codes(review).items() if c["severity"] == "error"}
 
 
-async def perfect_review(bench: Bench, box: BenchmarkAgent, submission: str) -> dict[str, Any]:
+def perfect(box: BenchmarkAgent, commit: str, reviewed: Reviewed) -> dict[str, Any]:
+    """Fold predictions from the training labels, the test submission from the private answers."""
     fold = box.fold_by_size(0)
     folder = box.perfect_fold(fold, f"outputs/perfect-fold{fold}")
     checkpoint = box.memorised_checkpoint(folder, "outputs/memory")
-    payload = box.payload(box.commit_model(), fold, folder, primary=PERFECT.get(bench.challenge_id, 1.0),
-                          artifacts={"submission": submission, "checkpoint": checkpoint}, inference_command=REPLAY)  # fmt: skip
-    return await review_of(bench, box, payload)
+    reviewed.folds["perfect"], reviewed.declared["perfect"] = fold, PERFECT.get(reviewed.challenge_id, 1.0)
+    submission = box.test_submission("outputs/submission")
+    artifacts = {"submission": submission, "checkpoint": checkpoint}
+    return box.payload(commit, fold, folder, primary=reviewed.declared["perfect"], artifacts=artifacts,
+                       inference_command=REPLAY)  # fmt: skip
 
 
-async def test_perfect_attempt_is_accepted_with_the_task_graders_valid_verdict(bench: Bench) -> None:
-    box = agent(bench, "perfect")
-    review = await perfect_review(bench, box, box.test_submission("outputs/submission"))
-
-    assert review["verdict"] == "accepted" and errors(review) == {}, review["failed_checks"]
-    primary = box.contract.primary_metric
-    verified = next(m for m in review["metrics"] if m["metric"] == primary)
-    assert verified["verified"] == pytest.approx(PERFECT.get(bench.challenge_id, 1.0))  # the grader's own number
-    check = report_check(bench, review, "SUBMISSION_INVALID")
-    assert check["passed"] and check["evidence"] == {"grader": "valid"}
-
-
-async def test_trivial_attempt_with_a_broken_submission_fails_the_baseline_and_the_graders_verdict(
-    bench: Bench,
-) -> None:
-    box = agent(bench, "trivial")
-    fold = box.fold_by_size(1)  # not the perfect attempt's fold: see the duplicate test below
+def trivial(box: BenchmarkAgent, commit: str, reviewed: Reviewed, fold: int) -> dict[str, Any]:
+    """Blank / constant / one-fixed-answer predictions, with a test submission the grader refuses."""
     folder = box.trivial_fold(fold, f"outputs/trivial-fold{fold}")
     checkpoint = box.memorised_checkpoint(folder, "outputs/trivial-memory")
     submission = box.test_submission("outputs/broken-submission", broken=True)
-    payload = box.payload(box.commit_model(), fold, folder, primary=trivial_score(box, fold),
-                          artifacts={"submission": submission, "checkpoint": checkpoint}, inference_command=REPLAY)  # fmt: skip
-    review = await review_of(bench, box, payload)
-
-    assert review["verdict"] == "rejected", review["failed_checks"]
-    assert set(errors(review)) == {"TRIVIAL_BASELINE", "SUBMISSION_INVALID"}, review["failed_checks"]
-    loss = errors(review)["TRIVIAL_BASELINE"]["evidence"]["folds"][0]
-    assert loss["fold"] == fold and loss["metric"] == box.contract.primary_metric
-    assert loss["verified"] == pytest.approx(trivial_score(box, fold)) and loss["verified"] <= loss["baseline"]
-    invalid = errors(review)["SUBMISSION_INVALID"]["evidence"]
-    assert invalid["grader"] == "invalid"  # the task's own grader refused it, with its own words
-    reason = invalid["reasons"][0]
-    assert "InvalidSubmissionError" in reason and GRADER_REFUSAL[bench.challenge_id] in reason, reason
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: server/reviewer/duplicates.py compares a file-column submission.csv as a value table "
-    "(_by_attempt_and_fold keys it FILE_KEY, _near_table compares prediction.csv_columns[1], the file paths), "
-    "so any two attempts that name their files as the sample submission does are 'near-identical'",
-)
-async def test_different_predictions_named_as_the_sample_names_them_are_no_duplicate(bench: Bench) -> None:
-    if bench.challenge_id != "isles22":
-        pytest.skip("shown on one file-per-case task, after its perfect attempt on the same fold")
-    box = agent(bench, "blank-copycat")
-    fold = box.fold_by_size(0)  # the perfect attempt's fold, other predictions with the same file names
-    folder = box.trivial_fold(fold, f"outputs/blank-fold{fold}")
-    payload = box.payload(box.commit_model(), fold, folder, primary=0.0,
-                          artifacts={"checkpoint": box.memorised_checkpoint(folder, "outputs/blank-memory")},
-                          inference_command=REPLAY)  # fmt: skip
-    review = await review_of(bench, box, payload)
-    assert "TRIVIAL_BASELINE" in errors(review) and "DUPLICATE_PAYLOAD" not in errors(review), review["failed_checks"]
+    reviewed.folds["trivial"], reviewed.declared["trivial"] = fold, trivial_score(box, fold)
+    artifacts = {"checkpoint": checkpoint, "submission": submission}
+    return box.payload(commit, fold, folder, primary=reviewed.declared["trivial"], artifacts=artifacts,
+                       inference_command=REPLAY)  # fmt: skip
 
 
 def trivial_score(box: BenchmarkAgent, fold: int) -> float:
@@ -154,3 +95,93 @@ def trivial_score(box: BenchmarkAgent, fold: int) -> float:
 
     guess = edges(donor)
     return float(np.mean([np.mean([guess[e] == v for e, v in edges(c).items()]) for c in box.folds.val_cases(fold)]))
+
+
+async def review_all(attempts: list[tuple[Services, str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Submit and request every attempt first (in this order), then wait for each verdict."""
+    queued = []
+    for services, agent_id, payload in attempts:
+        async with client_for(services, agent_id) as client:
+            attempt = await call(client, "submit_attempt", payload)
+            queued.append((await call(client, "request_review", {"attempt_id": attempt["attempt_id"]}))["review_id"])
+    answers = []
+    for (services, agent_id, _), review_id in zip(attempts, queued, strict=True):
+        async with client_for(services, agent_id) as client:
+            answers.append(await verdict(client, review_id))
+    return answers
+
+
+def prepare(challenge_id: str, root: Path) -> tuple[Services, Reviewed, dict[str, dict[str, Any]]]:
+    """A workspace with its reviewer (one process: the trivial attempt, reviewed second, finds the
+    fold's trivial baseline already computed) and the payloads of its two attempts."""
+    folder, data_dir = make_challenge(root, challenge_id)
+    workspace = init_workspace(import_task(folder, data_dir=data_dir), root / "ws", grader_python=grader_python(root))
+    services = open_services(workspace.root, review_workers=1)
+    reviewer(services)
+    result = Reviewed(challenge_id, workspace.root, workspace.contract().primary_metric)
+    box = BenchmarkAgent(workspace, "perfect", challenge_id, data_dir)
+    payloads = {"perfect": perfect(box, box.commit_model(), result)}
+    box = BenchmarkAgent(workspace, "trivial", challenge_id, data_dir)
+    payloads["trivial"] = trivial(box, box.commit_model(), result, result.folds["perfect"])
+    return services, result, payloads
+
+
+@pytest.fixture(scope="module")
+def reviewed_all(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Reviewed]]:
+    """Every challenge's attempts, submitted at once and reviewed side by side (a reviewer each)."""
+    prepared = {c: prepare(c, tmp_path_factory.mktemp(c)) for c in REVIEWED}
+    attempts = [(services, name, payload) for services, _, payloads in prepared.values() for name, payload in
+                payloads.items()]  # fmt: skip
+    try:
+        answers = iter(anyio.run(review_all, attempts))
+        for _, result, payloads in prepared.values():
+            result.reviews = {name: next(answers) for name in payloads}
+        yield {c: result for c, (_, result, _) in prepared.items()}
+    finally:
+        for services, _, _ in prepared.values():
+            stop_reviewer(services)
+            services.ledger.close()
+
+
+@pytest.fixture(params=REVIEWED)
+def reviewed(request: pytest.FixtureRequest, reviewed_all: dict[str, Reviewed]) -> Reviewed:
+    return reviewed_all[request.param]
+
+
+def test_perfect_attempt_is_accepted_with_the_task_graders_valid_verdict(reviewed: Reviewed) -> None:
+    review = reviewed.reviews["perfect"]
+    assert review["verdict"] == "accepted" and errors(review) == {}, review["failed_checks"]
+    verified = next(m for m in review["metrics"] if m["metric"] == reviewed.primary)
+    assert verified["fold"] == reviewed.folds["perfect"]
+    assert verified["verified"] == pytest.approx(reviewed.declared["perfect"])  # the grader's own number
+    check = reviewed.check("perfect", "SUBMISSION_INVALID")
+    assert check["passed"] and check["evidence"] == {"grader": "valid"}
+
+
+def test_trivial_predictions_are_rejected_for_not_beating_the_trivial_predictor(reviewed: Reviewed) -> None:
+    review = reviewed.reviews["trivial"]
+    assert review["verdict"] == "rejected", review["failed_checks"]
+    assert set(errors(review)) == {"TRIVIAL_BASELINE", "SUBMISSION_INVALID"}, review["failed_checks"]
+    loss = errors(review)["TRIVIAL_BASELINE"]["evidence"]["folds"][0]
+    assert (loss["fold"], loss["metric"]) == (reviewed.folds["trivial"], reviewed.primary)
+    assert loss["verified"] == pytest.approx(reviewed.declared["trivial"]) and loss["verified"] <= loss["baseline"]
+
+
+def test_broken_test_submission_is_invalid_by_the_task_graders_word(reviewed: Reviewed) -> None:
+    invalid = errors(reviewed.reviews["trivial"])["SUBMISSION_INVALID"]["evidence"]
+    assert invalid["grader"] == "invalid"  # the task's own grader refused it, in its own words
+    reason = invalid["reasons"][0]
+    assert "InvalidSubmissionError" in reason and GRADER_REFUSAL[reviewed.challenge_id] in reason, reason
+
+
+def test_other_predictions_under_the_same_file_names_are_no_duplicate(reviewed: Reviewed) -> None:
+    assert reviewed.folds["trivial"] == reviewed.folds["perfect"]  # same fold, files named as the sample names them
+    assert "DUPLICATE_PAYLOAD" in reviewed.reviews["trivial"]["passed_checks"]
+
+
+def test_the_memorising_model_is_replayed_and_reproduces_the_frozen_predictions(reviewed: Reviewed) -> None:
+    check = reviewed.check("perfect", "PRED_NOT_REPRODUCED")
+    assert check["passed"], check["message"]
+    cases = check["evidence"]["cases"]
+    assert check["evidence"]["n_cases"] == len(cases) >= 1
+    assert all(c["fold"] == reviewed.folds["perfect"] and c["agreement"] >= c["threshold"] for c in cases)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from click.testing import CliRunner
 
 from server.cli import main
 from server.errors import InvalidInput
+from server.workspace import init_workspace
 from tests.fixtures.rexmle import IDS, SPECS, grader_python, make_challenge
 from tools.task.cases import discover_cases
 from tools.task.importers import import_task
@@ -132,6 +135,16 @@ def test_unprepared_data_names_dataset_answers_and_the_prepare_step(tmp_path: Pa
     assert "panther-task1/prepared/private/test_labels.csv" in message and "prepare panther-task1" in message
 
 
+def test_partly_prepared_data_names_the_answers_column_and_the_missing_file(tmp_path: Path) -> None:
+    folder, data_dir = make_challenge(tmp_path, "seg_a")
+    (data_dir / "seg_a/prepared/private/test/labels/K5.seg.nrrd").unlink()  # the answers table's first row
+    with pytest.raises(InvalidInput) as caught:
+        import_task(folder, data_dir=data_dir)
+    message = str(caught.value)
+    assert caught.value.field == "label_path" and message.startswith("test_labels.csv:")
+    assert "test/labels/K5.seg.nrrd" in message and "prepared completely" in message
+
+
 @pytest.mark.parametrize(
     ("change", "field", "words"),
     [
@@ -160,15 +173,94 @@ def test_amid_init_without_data_dir_exits_with_one_line_naming_it(tmp_path: Path
     assert "Traceback" not in result.output and not (tmp_path / "ws").exists()
 
 
-def test_amid_init_records_the_grader_interpreter_and_copies_the_whole_folder(tmp_path: Path) -> None:
+def test_init_records_the_grader_interpreter_and_copies_the_whole_folder(tmp_path: Path) -> None:
     folder, data_dir = make_challenge(tmp_path, "topbrain-track1")
     python = grader_python(tmp_path)
-    args = ["init", str(folder), "-w", str(tmp_path / "ws"), "--data-dir", str(data_dir), "--grader-python", str(python)]
-    result = CliRunner().invoke(main, args)
-    assert result.exit_code == 0, result.output
-    grader = tmp_path / "ws" / "private" / "grader"
+    workspace = init_workspace(import_task(folder, data_dir=data_dir), tmp_path / "ws", grader_python=python)
+    assert workspace.grader_python() == str(python.absolute())
+    grader = workspace.private_dir / "grader"
     assert {"grade.py", "leaderboard.csv", "metric_config.json", "valid_neighbors_ct_all.json"} <= {
         p.name for p in grader.iterdir()
     }
-    assert (tmp_path / "ws/private/answers/test_labels.csv").is_file()
-    assert "7 training cases" in result.output
+    assert (workspace.private_dir / "answers/test_labels.csv").is_file()
+    assert len(workspace.folds().case_groups) == 7
+
+
+@pytest.mark.parametrize("challenge_id", ["dentex", "isles22", "neurips-cellseg"])
+def test_fixtures_are_seeded(challenge_id: str, tmp_path: Path) -> None:
+    first, again, other = (
+        make_challenge(tmp_path / name, challenge_id, seed) for name, seed in (("a", 3), ("b", 3), ("c", 4))
+    )
+    assert [_tree_digest(p) for p in first] == [_tree_digest(p) for p in again]
+    assert _tree_digest(first[1]) != _tree_digest(other[1])
+
+
+# Runs under the grader wrapper: every fixture grader, called as ReX-MLE's harness calls it, on a
+# submission made of the private answers themselves, then on one whose first file is missing.
+HARNESS = """
+import csv, importlib.util, json, shutil, sys
+from pathlib import Path
+import pandas as pd
+from rexmle.grade_helpers import InvalidSubmissionError
+
+root, out = Path(sys.argv[1]), {}
+for folder in sorted((root / "rex-mle/rexmle/challenges").iterdir()):
+    prepared = root / "data" / folder.name / "prepared"
+    spec = importlib.util.spec_from_file_location(f"grade_{len(out)}", folder / "grade.py")
+    grader = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(grader)
+    answers = list(csv.DictReader((prepared / "private/test_labels.csv").open()))
+    sample = list(csv.DictReader((prepared / "public/sample_submission.csv").open()))
+    submission = root / "submissions" / folder.name
+    by_id = {a[grader.ID_COLUMN]: a for a in answers}
+    for row in sample:
+        answer = by_id[row[grader.ID_COLUMN]]
+        if grader.KIND == "table":
+            row[grader.PRED_COLUMN] = answer[grader.LABEL_COLUMN]
+            continue
+        (submission / row[grader.PRED_COLUMN]).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(prepared / "private" / answer[grader.LABEL_COLUMN], submission / row[grader.PRED_COLUMN])
+    submission.mkdir(parents=True, exist_ok=True)
+    with (submission / "submission.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(sample[0]))
+        writer.writeheader()
+        writer.writerows(sample)
+    def run():
+        tables = (pd.read_csv(submission / "submission.csv"), pd.read_csv(prepared / "private/test_labels.csv"))
+        return grader.grade(*tables, submission_dir=submission, answers_dir=prepared / "private")
+    result = run()
+    if grader.KIND == "table":
+        (submission / "submission.csv").write_text("image_id,quality_score\\n0000,1.0\\n")
+    else:
+        (submission / sample[0][grader.PRED_COLUMN]).unlink()
+    try:
+        run()
+        refusal = None
+    except InvalidSubmissionError as exc:
+        refusal = str(exc)
+    out[folder.name] = {"result": result, "refusal": refusal}
+print(json.dumps(out))
+"""
+
+
+def test_every_fixture_grader_scores_its_own_answers_perfect_and_refuses_a_missing_case(tmp_path: Path) -> None:
+    for challenge_id in IDS:
+        make_challenge(tmp_path, challenge_id)
+    done = subprocess.run(
+        [str(grader_python(tmp_path)), "-c", HARNESS, str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    graded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert sorted(graded) == sorted(IDS)
+    for challenge_id, outcome in graded.items():
+        metrics = SPECS[challenge_id].metrics
+        result = outcome["result"]
+        assert list(result) == [*metrics, "overall"], challenge_id
+        perfect = {
+            m: (3.0 if m == "score" else 100.0 if m == "psnr" else 1.0) if d == "higher_better" else 0.0
+            for m, d in metrics.items()
+        }
+        assert {m: result[m] for m in metrics} == pytest.approx(perfect), challenge_id
+        assert outcome["refusal"] and ("not found" in outcome["refusal"] or "differ" in outcome["refusal"]), (
+            challenge_id
+        )
