@@ -188,41 +188,21 @@ def _sample_row(ctx: ReviewContext) -> dict[str, str]:
         return next(csv.DictReader(handle), {})
 
 
-def _answer_label_files(
-    ctx: ReviewContext, answers: Path, answers_dir: Path, any_file: bool = False
-) -> dict[str, Path]:
-    """Case → the label file of its answers row (image-like unless `any_file`)."""
+def _answer_label_files(ctx: ReviewContext, answers: Path, answers_dir: Path) -> dict[str, Path]:
+    """Case → the image-like label file of its answers row (the geometry of a trivial mask)."""
     grader = ctx.contract.grader
-    kinds = ("file", "converted", "coco_image")
-    columns = (
-        [c.name for c in (grader.fold_answers or []) if c.kind in kinds and not _is_input(ctx, c.name)]
-        if grader
-        else []
-    )
-    id_column = (grader.id_column if grader else None) or ctx.contract.submission.id_column
+    if grader is None:
+        return {}
+    inputs = set(ctx.contract.layout.case_files.train_images) if ctx.contract.layout.case_files else set()
+    columns = [c.name for c in grader.fold_answers or [] if c.kind != "value" and c.train_source not in inputs]
+    id_column = grader.id_column or ctx.contract.submission.id_column
     found: dict[str, Path] = {}
     with answers.open(encoding="utf-8", newline="") as handle:
         for row in csv.DictReader(handle):
-            for name in columns:
-                value = row.get(name) or ""
-                if any_file or value.lower().endswith(IMAGE_SUFFIXES):
-                    found[row[id_column]] = answers_dir / value
-                    break
+            value = next((row[n] for n in columns if (row.get(n) or "").lower().endswith(IMAGE_SUFFIXES)), None)
+            if value is not None:
+                found[row[id_column]] = answers_dir / value
     return found
-
-
-def _is_input(ctx: ReviewContext, column: str) -> bool:
-    """An answers column naming an input image (it lies in the public folder), not a label."""
-    grader = ctx.contract.grader
-    spec = next((c for c in (grader.fold_answers or []) if c.name == column), None) if grader else None
-    return (
-        spec is not None
-        and spec.kind == "file"
-        and any(
-            spec.train_source == t
-            for t in (ctx.contract.layout.case_files.train_images if ctx.contract.layout.case_files else [])
-        )
-    )
 
 
 def _trivial_file(

@@ -11,9 +11,11 @@ from tools.planning.facts import PlanningFacts
 from tools.planning.portfolio import LaneSpec, ScaffoldStep
 from tools.scaffolds import monai_seg, nnunet_steps
 from tools.scaffolds.monai_config import SUPPORTED_TASKS, config_from_facts
-from tools.scaffolds.nnunet_steps import REPLAY_NOTE, WORKTREE
+from tools.scaffolds.nnunet_steps import PACKAGE_NOTE, REPLAY_NOTE
 
 LANES_FROM_WORKTREE = "../../memory/lanes"
+MONAI_RUNS = ".amid-local/monai"
+MONAI_MODEL = ".amid-local/monai_model"  # the packaged model: declare it as artifacts.checkpoint
 
 
 def monai_config_name(lane_id: str) -> str:
@@ -33,15 +35,16 @@ def scaffold_steps(
 
 
 def monai_steps(lane_id: str, python: str, k_folds: int) -> list[ScaffoldStep]:
-    """Smoke-train, then train and predict per fold, predict the test set, and the holdout-replay command."""
+    """Smoke-train, then train and predict per fold, package the model, predict the test set, and the replay
+    command to declare as the attempt's inference_command."""
     base = [python, "-m", monai_seg.MODULE]
     train = [*base, "train", "--config", f"{LANES_FROM_WORKTREE}/{monai_config_name(lane_id)}"]
-    smoke = ["--fold", "0", "--out", ".amid-local/monai/smoke", "--epochs", "1", "--iterations", "2"]
+    smoke = ["--fold", "0", "--out", f"{MONAI_RUNS}/smoke", "--epochs", "1", "--iterations", "2"]
     steps = [
         ScaffoldStep(name="smoke_train_fold_0", command=[*train, *smoke], gpus=1, note="seconds: proves the mechanics")
     ]
     for fold in range(k_folds):
-        run = f".amid-local/monai/fold_{fold}"
+        run = f"{MONAI_RUNS}/fold_{fold}"
         predict = [*base, "predict", "--checkpoint", f"{run}/checkpoint.pt", "--split", "val"]
         steps += [
             ScaffoldStep(
@@ -52,10 +55,15 @@ def monai_steps(lane_id: str, python: str, k_folds: int) -> list[ScaffoldStep]:
             ),
             ScaffoldStep(name=f"predict_fold_{fold}", command=[*predict, "--dest", f"predictions/fold_{fold}"], gpus=1),
         ]
-    checkpoint = ".amid-local/monai/fold_0/checkpoint.pt"
-    replay = ["replay", "--checkpoint", f"{WORKTREE}/{checkpoint}", "--input-dir", "{input_dir}"]
+    checkpoint = f"{MONAI_RUNS}/fold_0/checkpoint.pt"
+    replay = ["replay", "--model", "{checkpoint}", "--fold", "{fold}", "--input-dir", "{input_dir}"]
     return [
         *steps,
+        ScaffoldStep(
+            name="package",
+            command=[*base, "package", "--runs", MONAI_RUNS, "--dest", MONAI_MODEL],
+            note=f"{PACKAGE_NOTE} (fold_N/checkpoint.pt and monai_config.json of every trained fold or of --folds)",
+        ),
         ScaffoldStep(
             name="predict_test",
             command=[*base, "predict", "--checkpoint", checkpoint, "--split", "test", "--dest", "submission"],
@@ -63,9 +71,8 @@ def monai_steps(lane_id: str, python: str, k_folds: int) -> list[ScaffoldStep]:
             note="submission/submission.csv and submission/predictions/*",
         ),
         ScaffoldStep(
-            name="holdout_replay",
+            name="replay",
             command=["{python}", "-m", monai_seg.MODULE, *replay, "--output-dir", "{output_dir}"],
-            gpus=1,
             note=REPLAY_NOTE,
         ),
     ]

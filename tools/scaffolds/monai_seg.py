@@ -4,10 +4,14 @@
     python -m tools.scaffolds.monai_seg predict --checkpoint runs/monai_fold_0/checkpoint.pt --split val --fold 0 \
         --dest predictions/fold_0
     python -m tools.scaffolds.monai_seg predict --checkpoint … --split test --dest submission
+    python -m tools.scaffolds.monai_seg package --runs .amid-local/monai --dest .amid-local/monai_model
+    python -m tools.scaffolds.monai_seg replay --model {checkpoint} --fold {fold} --input-dir IN --output-dir OUT
 
 `train` writes `checkpoint.pt`, `train_log.jsonl` and `training_manifest.json` (the case ids it
 trained on, for the reviewer's SPLIT_LEAK check). The configuration comes from the lane
 (`memory/lanes/<lane>.monai_config.json`, chosen from the data profile); copy and edit it freely.
+`package` writes the folder to declare as `artifacts.checkpoint` (tools/scaffolds/monai_model.py);
+`replay` is the attempt's inference command: it reads the weights from that folder alone.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from tools.scaffolds.monai_data import (
     train_transforms,
     write_prediction,
 )
+from tools.scaffolds.monai_model import fold_weights, package
 from tools.scaffolds.taskdata import MANIFEST_NAME, TaskData, write_manifest, write_submission
 
 MODULE = "tools.scaffolds.monai_seg"
@@ -146,11 +151,14 @@ def predict(
     return result
 
 
-def replay(checkpoint: Path, input_dir: Path, output_dir: Path, *, device: str = "auto") -> dict[str, object]:
-    """Holdout replay: predict every `CASE_0000<ending>` in input_dir to `output_dir/CASE<ending>`."""
-    cfg, model, run_on, _ = _load(checkpoint, device)
+def replay(
+    model: Path, fold: int | None, input_dir: Path, output_dir: Path, *, device: str = "auto"
+) -> dict[str, object]:
+    """The inference command: predict every `CASE_0000<ending>` in input_dir to `output_dir/CASE<ending>`
+    with the packaged model's fold (or the one checkpoint file `model` names)."""
+    cfg, network, run_on, _ = _load(fold_weights(model, fold), device)
     cases, ending = items_from_folder(input_dir)
-    written = _predict_all(cfg, model, run_on, cases, output_dir, ending)
+    written = _predict_all(cfg, network, run_on, cases, output_dir, ending)
     return {"cases": len(written), "output_dir": str(output_dir)}
 
 
@@ -203,7 +211,7 @@ def _predict_case(cfg: MonaiConfig, model: Any, item: dict[str, Any], device: An
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="action", required=True)
-    for action in ("train", "predict", "replay"):
+    for action in ("train", "predict", "replay", "package"):
         p = sub.add_parser(action)
         p.add_argument("--task-dir", type=Path, default=Path("../../task"), help="the workspace's task/ folder")
         p.add_argument("--device", default="auto", help="auto, cuda, cpu")
@@ -218,17 +226,21 @@ def _parser() -> argparse.ArgumentParser:
     predict_parser.add_argument("--split", choices=["val", "test"], required=True)
     predict_parser.add_argument("--dest", type=Path, required=True)
     replay_parser = sub.choices["replay"]
-    replay_parser.add_argument("--checkpoint", type=Path, required=True)
+    replay_parser.add_argument("--model", type=Path, required=True, help="{checkpoint}: the packaged folder")
     replay_parser.add_argument("--input-dir", type=Path, required=True)
     replay_parser.add_argument("--output-dir", type=Path, required=True)
+    package_parser = sub.choices["package"]
+    package_parser.add_argument("--runs", type=Path, required=True, help="the train step's fold_N/ folders")
+    package_parser.add_argument("--folds", nargs="+", type=int, default=None, help="default: every trained fold")
+    package_parser.add_argument("--dest", type=Path, required=True, help="the folder to declare as checkpoint")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        if args.action == "replay":
-            print(json.dumps(replay(args.checkpoint, args.input_dir, args.output_dir, device=args.device), indent=1))
+        if args.action in ("replay", "package"):
+            print(json.dumps(_model_action(args), indent=1))
             return 0
         task = TaskData.open(args.task_dir)
         if args.action == "train":
@@ -243,6 +255,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     print(json.dumps(result, indent=1))
     return 0
+
+
+def _model_action(args: argparse.Namespace) -> dict[str, object]:
+    """The actions that need no task folder (the replay's sandbox has none)."""
+    if args.action == "package":
+        return package(args.runs, args.dest, args.folds)
+    return replay(args.model, args.fold, args.input_dir, args.output_dir, device=args.device)
 
 
 if __name__ == "__main__":

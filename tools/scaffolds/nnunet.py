@@ -3,7 +3,11 @@
     python -m tools.scaffolds.nnunet convert --task-dir ../../task --out .amid-local/nnunet
     python -m tools.scaffolds.nnunet train --out … --configuration 3d_fullres --fold 0 [--epochs 1 --iterations 5]
     python -m tools.scaffolds.nnunet to-task --out … --split val --fold 0 --predictions DIR --dest predictions/fold_0
-    python -m tools.scaffolds.nnunet replay --out ABS_ROOT --folds 0 --input-dir IN --output-dir OUT   (holdout replay)
+    python -m tools.scaffolds.nnunet package --out … --configuration 3d_fullres --dest .amid-local/nnunet_model
+    python -m tools.scaffolds.nnunet replay --model {checkpoint} --folds {fold} --input-dir IN --output-dir OUT
+
+`package` writes the folder to declare as `artifacts.checkpoint` (tools/scaffolds/nnunet_model.py);
+`replay` is the attempt's inference command: it reads the model from that folder alone.
 
 `train` runs nnU-Net's own `nnUNetTrainer` (what `nnUNetv2_train` runs) with optional shorter
 epochs for smoke tests; full runs use the `nnUNetv2_train` command that `commands` lists.
@@ -20,9 +24,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from server.errors import AmidError, Conflict
-from tools.scaffolds.nnunet_back import predictions_to_task, replay
-from tools.scaffolds.nnunet_dataset import NnunetLayout, convert_task, dataset_name, find_layout, write_splits
-from tools.scaffolds.nnunet_steps import DEFAULT_DATASET_ID, DEFAULT_ROOT, DEFAULT_TASK_DIR, MODULE, commands
+from tools.scaffolds.nnunet_back import predictions_to_task
+from tools.scaffolds.nnunet_dataset import NnunetLayout, convert_task, dataset_name, write_splits
+from tools.scaffolds.nnunet_model import package, replay
+from tools.scaffolds.nnunet_steps import (
+    DEFAULT_DATASET_ID,
+    DEFAULT_MODEL,
+    DEFAULT_ROOT,
+    DEFAULT_TASK_DIR,
+    MODULE,
+    commands,
+)
 from tools.scaffolds.taskdata import TaskData
 
 __all__ = ["commands", "main", "train"]
@@ -57,10 +69,21 @@ def train(
     if not splits.is_file():
         raise Conflict(f"{splits}: missing; run the convert step (it writes the locked folds)", field="out")
     trainer.run_training()
+    folder = Path(trainer.output_folder)
     if not mirroring:
         trainer.inference_allowed_mirroring_axes = None  # set by run_training; read by the validation
+        _record_no_mirroring(folder / "checkpoint_final.pth")
     trainer.perform_actual_validation(save_probabilities=False)
-    return Path(trainer.output_folder)
+    return folder
+
+
+def _record_no_mirroring(checkpoint: Path) -> None:
+    """The checkpoint says its fold was validated without mirroring, so a replay predicts the same way."""
+    import torch
+
+    state = torch.load(checkpoint, map_location="cpu", weights_only=False)
+    state["inference_allowed_mirroring_axes"] = None
+    torch.save(state, checkpoint)
 
 
 def _layout(args: argparse.Namespace, task: TaskData) -> NnunetLayout:
@@ -70,18 +93,22 @@ def _layout(args: argparse.Namespace, task: TaskData) -> NnunetLayout:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="action", required=True)
-    for action in ("convert", "train", "to-task", "commands", "replay"):
+    for action in ("convert", "train", "to-task", "commands", "package"):
         p = sub.add_parser(action)
         p.add_argument("--task-dir", type=Path, default=Path(DEFAULT_TASK_DIR), help="the workspace's task/ folder")
         p.add_argument("--out", default=DEFAULT_ROOT, help="root of nnUNet_raw / _preprocessed / _results")
         p.add_argument("--dataset-id", type=int, default=DEFAULT_DATASET_ID)
     sub.choices["convert"].add_argument("--copy", action="store_true", help="copy images instead of linking")
-    for action in ("train", "commands", "replay"):
+    for action in ("train", "commands", "package"):
         sub.choices[action].add_argument("--configuration", default="3d_fullres")
-    for action in ("train", "replay"):
-        sub.choices[action].add_argument("--device", default="cuda", choices=["cuda", "cpu", "mps"])
-    replay_parser = sub.choices["replay"]
-    replay_parser.add_argument("--folds", nargs="+", type=int, default=[0])
+    sub.choices["train"].add_argument("--device", default="cuda", choices=["cuda", "cpu", "mps"])
+    package_parser = sub.choices["package"]
+    package_parser.add_argument("--folds", nargs="+", type=int, default=None, help="default: every trained fold")
+    package_parser.add_argument("--dest", type=Path, default=Path(DEFAULT_MODEL), help="the folder to declare")
+    replay_parser = sub.add_parser("replay", help="the inference command: predicts from the packaged model only")
+    replay_parser.add_argument("--model", type=Path, required=True, help="the packaged model folder: {checkpoint}")
+    replay_parser.add_argument("--folds", nargs="+", type=int, required=True, help="{fold}, or folds to ensemble")
+    replay_parser.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu", "mps"])
     replay_parser.add_argument("--input-dir", type=Path, required=True, help="CASE_0000<ending> files")
     replay_parser.add_argument("--output-dir", type=Path, required=True, help="CASE<ending> predictions go here")
     train_parser = sub.choices["train"]
@@ -109,8 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _replay(args: argparse.Namespace) -> dict[str, object]:
-    layout = find_layout(Path(args.out), args.dataset_id)
-    return replay(layout, args.configuration, args.folds, args.input_dir, args.output_dir, device=args.device)
+    return replay(args.model, args.folds, args.input_dir, args.output_dir, device=args.device)
 
 
 def _run(args: argparse.Namespace, task: TaskData) -> dict[str, object]:
@@ -127,6 +153,8 @@ def _run(args: argparse.Namespace, task: TaskData) -> dict[str, object]:
         return {"fold_folder": str(folder)}
     if args.action == "to-task":
         return predictions_to_task(task, layout, args.predictions, args.dest, split=args.split, fold=args.fold)
+    if args.action == "package":
+        return package(layout, args.configuration, args.dest, args.folds)
     steps = commands(sys.executable, task.contract.id, args.configuration, task.folds.k, root=args.out)
     return {"steps": [s.model_dump() for s in steps]}
 

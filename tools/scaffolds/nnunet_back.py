@@ -28,7 +28,7 @@ def predictions_to_task(
     fold: int | None = None,
 ) -> dict[str, object]:
     """Convert every expected case's prediction; fail naming the cases that have none."""
-    conversion = read_conversion(layout)
+    conversion = read_conversion(layout.raw)
     inverse = conversion.inverse_label_map()
     if split == "val":
         if fold is None:
@@ -60,29 +60,6 @@ def predictions_to_task(
     else:
         result["submission"] = str(write_submission(task, dest, written))
     return result
-
-
-def replay(
-    layout: NnunetLayout, configuration: str, folds: list[int], input_dir: Path, output_dir: Path, *, device: str
-) -> dict[str, object]:
-    """Holdout replay: nnU-Net predicts every `CASE_0000<ending>` of input_dir; outputs get task labels."""
-    import torch
-    from nnunetv2.inference.predict_from_raw_data import nnUNetPredictor
-
-    conversion = read_conversion(layout)
-    predictor = nnUNetPredictor(device=torch.device(device), perform_everything_on_device=device == "cuda")
-    predictor.initialize_from_trained_model_folder(str(layout.results(configuration)), use_folds=tuple(folds))
-    output_dir.mkdir(parents=True, exist_ok=True)
-    predictor.predict_from_files(
-        str(input_dir), str(output_dir), save_probabilities=False, overwrite=True,
-        num_processes_preprocessing=1, num_processes_segmentation_export=1,
-    )  # fmt: skip
-    inverse, ending = conversion.inverse_label_map(), conversion.file_ending
-    outputs = sorted(output_dir.glob(f"*{ending}"))
-    for output in outputs:
-        reference = input_dir / f"{output.name.removesuffix(ending)}_0000{ending}"
-        write_in_task_format(output, reference, output, inverse)
-    return {"cases": len(outputs), "output_dir": str(output_dir)}
 
 
 def _locked_split(task: TaskData, layout: NnunetLayout, fold: int) -> tuple[list[str], list[str]]:

@@ -138,20 +138,11 @@ def write_splits(task: TaskData, layout: NnunetLayout) -> Path:
     return path
 
 
-def find_layout(root: Path, dataset_id: int) -> NnunetLayout:
-    """The layout of an already converted dataset under `root` (its name read from the raw folder)."""
-    found = sorted((root / "raw").glob(f"Dataset{dataset_id:03d}_*"))
-    if not found:
-        raise DataUnreadable(
-            f"out: no Dataset{dataset_id:03d}_* under {root / 'raw'}; run the convert step", field="out"
-        )
-    return NnunetLayout(root, dataset_id, found[0].name.split("_", 1)[1])
-
-
-def read_conversion(layout: NnunetLayout) -> Conversion:
-    path = layout.raw / CONVERSION_FILE
+def read_conversion(folder: Path, *, field: str = "out", fix: str = "run the convert step first") -> Conversion:
+    """The conversion record kept in `folder` (the raw dataset, or a packaged model)."""
+    path = folder / CONVERSION_FILE
     if not path.is_file():
-        raise DataUnreadable(f"{path}: missing; run the convert step first", field="out")
+        raise DataUnreadable(f"{path}: missing; {fix}", field=field)
     return Conversion.model_validate_json(path.read_text(encoding="utf-8"))
 
 

@@ -10,22 +10,27 @@ from tools.scaffolds.nnunet_dataset import NnunetLayout, dataset_name
 DEFAULT_ROOT = ".amid-local/nnunet"  # ignored by the attempts repository's .gitignore
 DEFAULT_TASK_DIR = "../../task"  # the workspace's public task folder, seen from a worktree
 DEFAULT_DATASET_ID = 501
+DEFAULT_MODEL = ".amid-local/nnunet_model"  # the packaged model: declare it as artifacts.checkpoint
 MODULE = "tools.scaffolds.nnunet"
-WORKTREE = "<your-worktree>"  # replaced by the agent: replay runs in a detached checkout of the commit
 MANIFEST_NOTE = "task labels and reference geometry, plus training_manifest.json for the reviewer"
-REPLAY_NOTE = f"not a job: declare it as submit_attempt's inference_command ({WORKTREE}: your worktree's absolute path)"
+REPLAY_NOTE = (
+    "not a job: this is the attempt's inference_command (submit_attempt). The reviewer runs it in its sandbox "
+    "for the validation replay ({fold}: each declared fold) and the holdout replay ({fold}: the first one), "
+    "with only the frozen commit, the inputs and your declared checkpoint at {checkpoint}: no worktree paths"
+)
+PACKAGE_NOTE = "the folder to declare as artifacts.checkpoint: everything the replay reads, nothing else"
 
 
 def commands(
     python: str, task_id: str, configuration: str, k_folds: int, *, root: str = DEFAULT_ROOT, cpus: int = 4
 ) -> list[ScaffoldStep]:
-    """Convert, plan and preprocess, smoke-train, then train and convert back per fold, predict the test set,
-    and the holdout-replay command to declare with the attempt."""
+    """Convert, plan and preprocess, smoke-train, then train and convert back per fold, package the model,
+    predict the test set, and the replay command to declare as the attempt's inference_command."""
     layout = NnunetLayout(Path(root), DEFAULT_DATASET_ID, dataset_name(task_id))
     steps = _prepare(python, layout, configuration, cpus)
     for fold in range(k_folds):
         steps += _fold(python, layout, configuration, fold, cpus)
-    return steps + _test(python, layout, configuration, k_folds)
+    return [*steps, _package(python, layout, configuration), *_test(python, layout, configuration, k_folds)]
 
 
 def _nnunet(python: str, program: str) -> str:
@@ -75,12 +80,22 @@ def _fold(python: str, layout: NnunetLayout, configuration: str, fold: int, cpus
     ]
 
 
+def _package(python: str, layout: NnunetLayout, configuration: str) -> ScaffoldStep:
+    package = ["package", "--out", str(layout.root), "--configuration", configuration, "--dest", DEFAULT_MODEL]
+    return ScaffoldStep(
+        name="package",
+        command=[python, "-m", MODULE, *package],
+        note=f"{PACKAGE_NOTE} (plans, dataset.json, fingerprint, fold_N/checkpoint_final.pth of every trained fold "
+        "or of --folds, the label map); re-run after training more folds",
+    )
+
+
 def _test(python: str, layout: NnunetLayout, configuration: str, k_folds: int) -> list[ScaffoldStep]:
     folds = [str(f) for f in range(k_folds)]
     out = str(layout.root / "test_predictions")
     predict = [_nnunet(python, "nnUNetv2_predict"), "-i", str(layout.raw / "imagesTs"), "-o", out]
     back = [python, "-m", MODULE, "to-task", "--out", str(layout.root), "--split", "test", "--predictions", out]
-    replay = ["replay", "--out", f"{WORKTREE}/{layout.root}", "--configuration", configuration, "--folds", *folds]
+    replay = ["replay", "--model", "{checkpoint}", "--folds", "{fold}"]
     return [
         ScaffoldStep(
             name="predict_test",
@@ -94,9 +109,8 @@ def _test(python: str, layout: NnunetLayout, configuration: str, k_folds: int) -
             note="submission/submission.csv and submission/predictions/*",
         ),
         ScaffoldStep(
-            name="holdout_replay",
+            name="replay",
             command=["{python}", "-m", MODULE, *replay, "--input-dir", "{input_dir}", "--output-dir", "{output_dir}"],
-            gpus=1,
             note=REPLAY_NOTE,
         ),
     ]
