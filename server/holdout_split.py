@@ -41,6 +41,15 @@ def with_holdout_fraction(contract: TaskContract, fraction: float) -> TaskContra
         )
     except ValidationError:
         raise invalid("--holdout-fraction", fraction, "a fraction from 0 to 0.5 of the training groups") from None
+    grader = contract.grader
+    if fraction > 0 and grader is not None and grader.fold_answers is not None:
+        # A benchmark task's folds are scored by its own grader; its holdout replay would need the
+        # same (answers of held-out cases in the grader's schema), which the gate does not do yet.
+        raise invalid(
+            "--holdout-fraction",
+            fraction,
+            "0 for a benchmark import (ReX-MLE / MLE-bench): its holdout gate is not built",
+        )
     return contract.model_copy(update={"validation": validation})
 
 

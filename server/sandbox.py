@@ -40,7 +40,7 @@ ROOT = Path("/replay")
 CODE, CHECKPOINT, INPUTS, OUTPUTS = ROOT / "code", ROOT / "checkpoint", ROOT / "inputs", ROOT / "outputs"
 SYSTEM_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")  # merged-/usr symlinks, or folders
 SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/hosts")
-AMID_PACKAGES = ("server", "tools")
+AMID_PACKAGES = ("server", "tools", "registry")  # pyproject's packages: the scaffolds import all three
 PASSED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "OMP_NUM_THREADS")
 log = logging.getLogger(__name__)
 

@@ -264,3 +264,14 @@ def test_every_fixture_grader_scores_its_own_answers_perfect_and_refuses_a_missi
         assert outcome["refusal"] and ("not found" in outcome["refusal"] or "differ" in outcome["refusal"]), (
             challenge_id
         )
+
+
+def test_a_holdout_on_a_benchmark_import_is_refused_naming_the_option(tmp_path: Path) -> None:
+    from server.holdout_split import with_holdout_fraction
+
+    folder, data = make_challenge(tmp_path, "isles22")
+    contract = import_task(folder, data_dir=data).contract
+    with pytest.raises(InvalidInput, match="--holdout-fraction") as caught:
+        with_holdout_fraction(contract, 0.2)
+    assert "benchmark import" in caught.value.message
+    assert with_holdout_fraction(contract, 0.0).validation.holdout_fraction == 0.0
