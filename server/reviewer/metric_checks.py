@@ -33,7 +33,7 @@ def mismatch_check(ctx: ReviewContext, plan: list[PlannedMetric], results: list[
     primary = ctx.contract.primary_metric
     unverified = [r.fold for r in results if mean_value(r.summaries.get(primary)) is None]
     if unverified:
-        why = by_name[primary].note if primary in by_name and by_name[primary].note else "no verified value"
+        why = _unverified_reason(results, unverified, primary, by_name.get(primary))
         return fired(
             "METRIC_MISMATCH",
             f"the primary metric {primary!r} could not be verified on fold(s) {unverified} ({why}); an attempt "
@@ -57,6 +57,17 @@ def mismatch_check(ctx: ReviewContext, plan: list[PlannedMetric], results: list[
             "METRIC_MISMATCH", f"{len(unchecked)} declared scores could not be recomputed", unchecked=head(unchecked)
         )
     return ok("METRIC_MISMATCH", "every declared score matches its recomputed value within tolerance")
+
+
+def _unverified_reason(
+    results: list[FoldResult], folds: list[int], primary: str, metric: PlannedMetric | None
+) -> str:
+    summary = next((r.summaries.get(primary) for r in results if r.fold in folds), None)
+    if summary is not None:
+        return "the recomputation gave no finite value (NaN), e.g. a correlation of constant predictions"
+    if any(r.schema for r in results if r.fold in folds):
+        return "the predictions could not be scored (see PRED_SCHEMA)"
+    return (metric.note if metric and metric.note else "") or "no recomputed value"
 
 
 def direction_check(ctx: ReviewContext, plan: list[PlannedMetric], results: list[FoldResult]) -> Check:
