@@ -347,8 +347,9 @@ def _print_row(row: dict[str, Any]) -> None:
 
 
 def _head(checkout: Path) -> str | None:
+    """The checkout's commit (REXMLE_COMMIT when the checkout is an export without .git)."""
     done = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True)
-    return done.stdout.strip() or None
+    return done.stdout.strip() or os.environ.get("REXMLE_COMMIT") or None
 
 
 if __name__ == "__main__":

@@ -14,13 +14,14 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from registry.schemas import FoundationModel, LabelAdapterEntry, LabelAdapterTable, LaneTemplate
-from server.errors import DataUnreadable
+from registry.schemas import FoundationModel, LabelAdapterEntry, LabelAdapterTable, LaneTemplate, WorkerBackend
+from server.errors import DataUnreadable, InvalidInput
 
 REGISTRY_DIR = Path(__file__).parent
 FOUNDATION_MODELS_DIR = REGISTRY_DIR / "foundation_models"
 LANE_TEMPLATES_DIR = REGISTRY_DIR / "lane_templates"
 LABEL_ADAPTERS_FILE = REGISTRY_DIR / "benchmarks" / "rexmle_label_adapters.yaml"
+WORKER_BACKENDS_DIR = REGISTRY_DIR / "worker_backends"
 
 EntryT = TypeVar("EntryT", bound=BaseModel)
 
@@ -33,6 +34,19 @@ def load_foundation_models(directory: Path | None = None) -> list[FoundationMode
 def load_lane_templates(directory: Path | None = None) -> list[LaneTemplate]:
     """Every lane template, validated, in file then entry order."""
     return list(_load_cached(LaneTemplate, directory or LANE_TEMPLATES_DIR))
+
+
+def load_worker_backends(directory: Path | None = None) -> list[WorkerBackend]:
+    """Every worker backend (one headless agent CLI per file), validated."""
+    return list(_load_cached(WorkerBackend, directory or WORKER_BACKENDS_DIR))
+
+
+def worker_backend(name: str, directory: Path | None = None) -> WorkerBackend:
+    """The backend called `name`; unknown names fail with the list of known ones."""
+    backends = {backend.id: backend for backend in load_worker_backends(directory)}
+    if name not in backends:
+        raise InvalidInput(f"backend: {name!r} is unknown; expected one of {sorted(backends)}", field="backend")
+    return backends[name]
 
 
 def label_adapters(path: Path | None = None) -> dict[str, dict[str, LabelAdapterEntry]]:

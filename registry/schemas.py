@@ -222,3 +222,61 @@ class LabelAdapterEntry(_Frozen):
 
 # Challenge id → answers column (of the grader's test_labels.csv) → how to convert.
 LabelAdapterTable = RootModel[dict[Slug, dict[Text, LabelAdapterEntry]]]
+
+
+# --- worker backends: how one headless coding-agent CLI is started, resumed and read (DESIGN §9) ---
+
+Placeholder = Annotated[str, StringConstraints(min_length=1)]
+
+
+class SessionIdRule(BaseModel):
+    """Where a CLI's JSON output names its session: events whose fields equal `match` carry it at `field`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    match: dict[str, str] = Field(default_factory=dict, description="event fields that must have these values")
+    field: Text = Field(description="dotted path of the session id inside the event")
+
+
+class WorkerConfigFile(BaseModel):
+    """A configuration file the CLI reads from the worktree (or the worker's home); string leaves are templates."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: Text = Field(description="where the file goes, relative to the worktree; '~/' for the worker's home")
+    format: Literal["json", "toml"]
+    content: dict[str, Any]
+
+
+class WorkerBackend(BaseModel):
+    """One headless agent CLI as data: a new CLI is a YAML file under registry/worker_backends/."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: Slug
+    title: Text
+    binary: Text = Field(description="program looked up on PATH, then in the npm prefix; {python} = this interpreter")
+    install: Text = Field(description="how a user installs the CLI (named when it is missing)")
+    start: list[Placeholder] = Field(min_length=1, description="argv of a first run; {prompt} is the task prompt")
+    resume: list[Placeholder] = Field(min_length=1, description="argv that resumes {session_id} with {prompt}")
+    session_id: list[SessionIdRule] = Field(min_length=1, description="how to read the session id from JSON lines")
+    result_event: dict[str, str] | None = Field(
+        default=None, description="fields of the event that ends a finished turn; None: the CLI prints no such marker"
+    )
+    config_files: list[WorkerConfigFile] = Field(default_factory=list)
+    deny_tools: list[Text] = Field(default_factory=list, description="tools that wait for a human: denied")
+    token_env: Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Z0-9_]*$")] = "AMID_TOKEN"
+    env: dict[str, str] = Field(default_factory=dict, description="fixed environment of the CLI (templates)")
+    login_files: list[Text] = Field(
+        default_factory=list, description="files under the user's home copied into the worker's home (the login)"
+    )
+    usage_limit_patterns: list[Text] = Field(default_factory=list, description="regexes of a usage-limit exit")
+    session_error_patterns: list[Text] = Field(default_factory=list, description="regexes of a failed resume")
+
+    @model_validator(mode="after")
+    def _resume_names_the_session(self) -> WorkerBackend:
+        if not any("{session_id}" in arg for arg in self.resume):
+            raise ValueError("resume must contain {session_id}")
+        if not any("{prompt}" in arg for arg in [*self.start, *self.resume]):
+            raise ValueError("start and resume must pass {prompt}")
+        return self

@@ -25,7 +25,21 @@ from server.protocol import INSTRUCTIONS
 from server.settings import Settings
 from server.toolkit import ToolSpec, register
 from server.workspace import Workspace
-from tools import attempts, fm_registry, get_task, jobs, lanes, notes, profile_data, reviews, skills, supervision
+from tools import (
+    attempts,
+    decisions,
+    fm_registry,
+    get_task,
+    jobs,
+    lanes,
+    notes,
+    profile_data,
+    reviews,
+    run_evidence,
+    skills,
+    supervision,
+    workers,
+)
 
 
 def tool_specs() -> list[ToolSpec]:
@@ -42,6 +56,9 @@ def tool_specs() -> list[ToolSpec]:
         *skills.TOOLS,
         supervision.SNAPSHOT,
         supervision.HEARTBEAT,
+        workers.TOOL,
+        run_evidence.TOOL,
+        *decisions.TOOLS,
     ]
 
 

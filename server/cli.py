@@ -268,13 +268,13 @@ def _print_audit(report: dict[str, Any]) -> None:
 def connect(client: str, agent: str, workspace: Path, url: str | None) -> None:
     """Create AGENT's worktree and token, write CLIENT's MCP config there, print the start command."""
     from server.connect import connect as do_connect
-    from server.local_client import call
+    from server.connect import issue_token
     from server.workspace import read_server_marker
 
     ws = _workspace(workspace)
     marker = read_server_marker(ws)
     url = url or (marker["url"] if marker else "http://127.0.0.1:8765/mcp")
-    issued = call(ws, "token_create", {"name": agent, "role": "agent"})
+    issued = issue_token(ws, agent)  # revokes the agent's earlier tokens
     conn = do_connect(ws, client, agent, url, issued["token"], ws.contract().title)  # type: ignore[arg-type]
     click.echo(f"# {client} configuration written to {conn.config_path}:")
     click.echo(conn.config_text)
@@ -297,6 +297,15 @@ def demo(workspace: Path | None) -> None:
     from server.demo import run_demo
 
     run_demo(workspace)
+
+
+def _add_supervise() -> None:
+    from server.supervisor.cli import supervise_command
+
+    main.add_command(supervise_command)
+
+
+_add_supervise()
 
 
 @main.group()

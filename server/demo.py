@@ -35,7 +35,9 @@ console = Console(stderr=False)
 DEMO_HOLDOUT_FRACTION = 0.2
 
 
-def start_server(workspace: Path, timeout_s: float = 60.0) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(
+    workspace: Path, timeout_s: float = 60.0, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
     """Start `amid serve` on a free port; return the process and its MCP URL once it listens.
 
     The server's stderr goes to `.amid/serve.log` (a pipe nobody drains would block it)."""
@@ -43,7 +45,7 @@ def start_server(workspace: Path, timeout_s: float = 60.0) -> tuple[subprocess.P
     command = [sys.executable, "-m", "server.cli", "serve", "-w", str(workspace), "--port", "0"]
     with log_path.open("ab") as log:
         process = subprocess.Popen(
-            command, stdout=subprocess.DEVNULL, stderr=log, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+            command, stdout=subprocess.DEVNULL, stderr=log, env={**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
         )
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -69,21 +71,86 @@ def stop_server(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
-async def _script(workspace: Workspace, url: str, worker_token: str, supervisor_token: str) -> dict[str, Any]:
+DEMO_SETTINGS = {  # thresholds small enough for a few minutes on two CPU cores
+    "AMID_COVERAGE_ATTEMPTS": "1",
+    "AMID_PLATEAU_AFTER": "1",
+    "AMID_CONSOLIDATE_EVERY": "2",
+    "AMID_MAX_PENDING_REVIEWS": "2",
+}
+WORKERS = ("worker-1", "worker-2", "worker-3")
+FOLLOW_S = 240.0
+
+
+def _plans(lanes: list[dict[str, Any]]) -> list[Any]:
+    """Three workers on three lanes: the calibration lane, another primary lane, and a secondary lane
+    whose worker cheats (its "predictions" are the validation labels)."""
+    from server.demo_worker import WorkerPlan
+
+    primary = next(x["lane_id"] for x in lanes if x["tier"] == "primary" and x["family"] != "calibration")
+    secondary = next(x["lane_id"] for x in lanes if x["tier"] == "secondary")
+    return [
+        WorkerPlan("worker-1", None, fold=0, resubmit=True),
+        WorkerPlan("worker-2", primary, fold=1, resubmit=True),
+        WorkerPlan("worker-3", secondary, fold=2, cheat=True),
+    ]
+
+
+async def _workers(workspace: Workspace, url: str, tokens: dict[str, str]) -> list[Any]:
     from server.demo_worker import run_worker
 
-    async with connect(url, worker_token) as worker, connect(url, supervisor_token) as supervisor:
-        steps = await run_worker(worker, workspace, "worker-1")
-        prompt = f"Your attempt was {steps['verdict']}: write a reflection note, then try a learned model."
-        beat = await call(
-            supervisor, "send_heartbeat", {"agent_id": "worker-1", "kind": "reflection", "prompt": prompt}
+    async with connect(url, tokens["worker-1"]) as first:
+        plans = _plans((await call(first, "list_lanes"))["lanes"])
+
+    async def one(plan: Any) -> Any:
+        async with connect(url, tokens[plan.agent_id]) as client:
+            return await run_worker(client, workspace, plan, follow_s=FOLLOW_S)
+
+    return list(await asyncio.gather(*(one(plan) for plan in plans)))
+
+
+def start_supervisor(workspace: Path) -> tuple[subprocess.Popen[bytes], Path]:
+    """`amid supervise -w` as its own process (its output in .amid/supervise.log)."""
+    log_path = workspace / ".amid" / "supervise.log"
+    command = [sys.executable, "-m", "server.cli", "supervise", "-w", str(workspace), "--poll-s", "1",
+               "--max-s", str(FOLLOW_S + 60)]  # fmt: skip
+    with log_path.open("ab") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    return process, log_path
+
+
+def _summary(workspace: Workspace) -> dict[str, list[list[Any]]]:
+    queries = {
+        "lanes": "SELECT lane_id, tier, status FROM lanes WHERE status NOT IN ('open') ORDER BY lane_id",
+        "attempts": "SELECT attempt_id, agent_id, lane_id, budget_class, verdict, round(verified_score, 4), "
+        "coalesce(failed_codes, '') FROM v_evidence ORDER BY attempt_id",
+        "stages": "SELECT from_stage, to_stage, reason FROM v_stage_transitions ORDER BY transition_id",
+        "promotion": "SELECT lane_id, to_status, reason FROM v_lane_decisions WHERE to_status IN "
+        "('promoted', 'challenger', 'waived') ORDER BY decision_id",
+        "final": "SELECT attempt_id, lane_id, round(verified_score, 4), coalesce(package_path, '(no package builder)') "
+        "FROM v_final_choice",
+        "heartbeats": "SELECT agent_id, kind, count(*) FROM heartbeats GROUP BY ALL ORDER BY agent_id, kind",
+    }
+    return {name: admin_call(workspace, "sql", {"query": sql})["rows"] for name, sql in queries.items()}
+
+
+def _print(summary: dict[str, list[list[Any]]], plans: list[Any]) -> None:
+    columns = {
+        "lanes": ("lane", "tier", "status"),
+        "attempts": ("attempt", "agent", "lane", "budget", "verdict", "verified dice", "failed checks"),
+        "stages": ("from", "to", "reason"),
+        "promotion": ("lane", "decision", "reason"),
+        "final": ("attempt", "lane", "verified", "package"),
+        "heartbeats": ("agent", "kind", "n"),
+    }
+    for name, rows in summary.items():
+        table = Table(*columns[name], title=name)
+        for row in rows:
+            table.add_row(*(escape(str(v)) for v in row))
+        console.print(table)
+    for plan in plans:
+        console.print(
+            f"{plan.agent_id}: " + "; ".join(f"{k}: {v}" for k, v in plan.steps.items() if k != "profile_data")
         )
-        steps["send_heartbeat"] = f"reflection heartbeat {beat['heartbeat_id']} queued for worker-1"
-        again = await call(worker, "get_task", {"include_case_ids": False})
-        steps["worker inbox"] = "; ".join(again["inbox"]) or "(empty)"
-        snapshot = await call(supervisor, "run_snapshot", {"recent_events": 5})
-        steps["run_snapshot"] = f"attempts {snapshot['attempts_by_status']}, lanes {snapshot['lanes_by_status']}"
-    return steps
 
 
 def run_demo(root: Path | None = None) -> Workspace:
@@ -96,20 +163,24 @@ def run_demo(root: Path | None = None) -> Workspace:
     imported.contract = with_holdout_fraction(imported.contract, DEMO_HOLDOUT_FRACTION)
     workspace = init_workspace(imported, root / "workspace")
     console.print(f"workspace created at {workspace.root}")
-    process, url = start_server(workspace.root)
+    process, url = start_server(workspace.root, env=DEMO_SETTINGS)  # the server reads AMID_* settings at start
+    supervisor = None
     try:
         console.print(f"server listening at {url}")
-        worker = admin_call(workspace, "token_create", {"name": "worker-1", "role": "agent"})["token"]
-        supervisor = admin_call(workspace, "token_create", {"name": "manager", "role": "supervisor"})["token"]
-        ensure_worktree(workspace, "worker-1")
-        steps = asyncio.run(_script(workspace, url, worker, supervisor))
-        status = admin_call(workspace, "status", {})
+        tokens = {name: admin_call(workspace, "token_create", {"name": name, "role": "agent"})["token"]
+                  for name in WORKERS}  # fmt: skip
+        for name in WORKERS:
+            ensure_worktree(workspace, name)
+        supervisor, log_path = start_supervisor(workspace.root)
+        plans = asyncio.run(_workers(workspace, url, tokens))
+        supervisor.wait(timeout=120)
+        summary = _summary(workspace)
     finally:
+        if supervisor is not None and supervisor.poll() is None:
+            supervisor.kill()
+            supervisor.wait()
         stop_server(process)
-    table = Table("step", "result", title="scripted run over MCP/HTTP")
-    for step, result in steps.items():
-        table.add_row(step, escape(str(result)))
-    console.print(table)
-    console.print(f"ledger: {status['events']} events, agents {[a['agent_id'] for a in status['agents']]}")
-    console.print(f'inspect it: amid sql "SELECT * FROM v_agent_activity" -w {workspace.root}')
+    _print(summary, plans)
+    console.print(f"supervisor log: {log_path}")
+    console.print(f'inspect it: amid sql "SELECT * FROM v_stage_transitions" -w {workspace.root}')
     return workspace

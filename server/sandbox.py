@@ -190,3 +190,48 @@ def _seen_at(path: Path, binds: list[str]) -> list[str]:
         if source and (resolved == source or _inside(resolved, source)):
             seen.append(dest + resolved[len(source) :])
     return seen
+
+
+# --- managed workers (DESIGN §9 Isolation) ---
+
+NETWORK_FILES = ("/etc/resolv.conf", "/etc/nsswitch.conf", "/etc/host.conf", "/etc/gai.conf")
+NETWORK_FOLDERS = ("/etc/ssl", "/etc/ca-certificates", "/etc/pki")
+
+
+@dataclass(frozen=True)
+class WorkerView:
+    """What one managed worker sees, each at its host path (so config files and a CLI's per-folder
+    session store stay valid): its worktree, the repository's git folder (its commits land there) and
+    its own home, writable; the public task view, the shared memory and the CLI's installation,
+    read-only. `hidden` folders (private/, other worktrees, the server's files) are covered wherever a
+    bind would show them. The network is shared: the worker reaches the server's loopback port and
+    its model's API; the admin routes need the secret under the hidden .amid/."""
+
+    worktree: Path
+    git_dir: Path
+    home: Path
+    readable: tuple[Path, ...] = ()
+    hidden: tuple[Path, ...] = ()
+
+
+def wrap_worker(argv: list[str], view: WorkerView) -> list[str]:
+    """argv of a managed worker's CLI inside bubblewrap (call `resolve_kind` first)."""
+    binds = [*_environment(), *_system(), *_network(), *_readable(view.readable)]
+    for path in (view.git_dir, view.home, view.worktree):
+        binds += ["--bind", os.path.realpath(path), os.path.realpath(path)]
+    covered = [arg for path in view.hidden for dest in _seen_at(path, binds) for arg in ("--tmpfs", dest)]
+    # No --new-session: the supervisor signals the worker's process group, which must include the CLI.
+    isolation = ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--unshare-all", "--share-net"]
+    command = [str(shutil.which("bwrap")), *isolation, "--die-with-parent", *binds, *covered]
+    return [*command, "--chdir", os.path.realpath(view.worktree), "--", *argv]
+
+
+def _network() -> list[str]:
+    args = [arg for name in NETWORK_FILES for arg in ("--ro-bind-try", name, name)]
+    return args + [arg for name in NETWORK_FOLDERS for arg in ("--ro-bind-try", name, name)]
+
+
+def _readable(paths: tuple[Path, ...]) -> list[str]:
+    real = {os.path.realpath(p) for p in paths if p.exists()}
+    outer = sorted(p for p in real if not any(_inside(p, other) for other in real))
+    return [arg for path in outer for arg in ("--ro-bind", path, path)]

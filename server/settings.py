@@ -50,6 +50,27 @@ class Settings(BaseModel):
     queue_when_no_gpu: bool = Field(
         default=False, description="queue GPU jobs when no GPU fits instead of failing at once"
     )
+    max_pending_reviews: int = Field(
+        default=2, ge=1, description="reviews an agent may have queued or running at once; more are refused"
+    )
+    coverage_attempts: int = Field(
+        default=2, ge=1, description="accepted `real` attempts that make a lane covered (supervisor)"
+    )
+    plateau_after: int = Field(
+        default=5, ge=1, description="reviewed `real` attempts without improving its lane before a plateau heartbeat"
+    )
+    consolidate_every: int = Field(
+        default=10, ge=1, description="accepted `real` attempts (all agents) between consolidation heartbeats"
+    )
+    exploration_fraction: float = Field(
+        default=0.5, gt=0, le=1, description="fraction of the wall-clock budget after which exploration ends"
+    )
+    finalization_fraction: float = Field(
+        default=0.85, gt=0, le=1, description="fraction of the wall-clock budget after which finalization starts"
+    )
+    supervisor_budget_s: float | None = Field(
+        default=None, gt=0, description="wall-clock budget of the supervisor's schedule when the contract sets none (s)"
+    )
 
 
 ENV_PREFIX = "AMID_"

@@ -10,7 +10,7 @@ transaction. A reused idempotency key returns the first attempt only if the cont
 from __future__ import annotations
 
 import math
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
@@ -44,7 +44,9 @@ class SubmitAttemptInput(BaseModel):
     declared_scores: dict[int, dict[str, float]] = Field(description="fold → {metric: value}, primary included")
     artifacts: ArtifactPaths
     lane_id: str | None = None
-    budget_class: str | None = None
+    budget_class: Literal["real", "tune", "smoke"] = Field(
+        default="real", description="real counts for coverage, plateau and promotion; tune and smoke do not"
+    )
     parent_attempt_id: str | None = None
     claims_improvement: list[str] = Field(default_factory=list, description="metrics claimed better than the parent")
     inference_command: list[str] | None = Field(

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field
 
 from server.context import ToolContext
-from server.errors import invalid
+from server.errors import Conflict, invalid
 from server.reviewer import reviewer
 from server.reviewer.audit import evidence_changed
 from server.toolkit import ALL_ROLES, WORKERS, Progress, ToolResult, ToolSpec
@@ -35,6 +35,8 @@ class ReviewQueued(ToolResult):
 def request_review(ctx: ToolContext, request: RequestReviewInput) -> ReviewQueued:
     """Queue the independent review of your attempt; returns review_id at once. Poll get_review."""
     owner = ctx.caller.agent_id if ctx.caller.role == "agent" else None
+    if owner is not None and ctx.ledger.attempts.exists(request.attempt_id):
+        _check_admission(ctx, owner, request.attempt_id)
     pool = reviewer(ctx.services)
     again = ctx.ledger.attempts.exists(request.attempt_id) and evidence_changed(
         ctx.ledger, ctx.workspace, request.attempt_id
@@ -43,6 +45,28 @@ def request_review(ctx: ToolContext, request: RequestReviewInput) -> ReviewQueue
     if created:
         pool.submit(review["review_id"])
     return ReviewQueued(review_id=review["review_id"], attempt_id=request.attempt_id, status=review["status"])
+
+
+def _check_admission(ctx: ToolContext, agent_id: str, attempt_id: str) -> None:
+    """The per-agent cap on reviews in flight, and the focus note a plateau heartbeat demands
+    before more of this agent's `real` attempts are reviewed (and so count)."""
+    pending = ctx.ledger.supervision.pending_reviews(agent_id, except_attempt=attempt_id)
+    cap = ctx.settings.max_pending_reviews
+    if len(pending) >= cap:
+        raise Conflict(
+            f"attempt_id: you have {len(pending)} reviews in flight ({', '.join(pending)}; at most {cap}); "
+            "wait for a verdict with get_review, then request this one",
+            field="attempt_id",
+        )
+    if ctx.ledger.attempts.get(attempt_id)["budget_class"] not in (None, "real"):
+        return
+    plateau = ctx.ledger.supervision.focus_required(agent_id)
+    if plateau is not None:
+        raise Conflict(
+            f"attempt_id: your lane plateaued (heartbeat #{plateau['heartbeat_id']}); post_note kind=focus with "
+            "focus, evidence, remaining_budget and abandon_condition before more real attempts are reviewed",
+            field="attempt_id",
+        )
 
 
 class GetReviewInput(BaseModel):

@@ -67,11 +67,15 @@ class HeartbeatInput(BaseModel):
     agent_id: Annotated[str, Field(min_length=1, description="the agent that receives the prompt")]
     kind: Literal["reflection", "consolidation", "plateau", "stage", "custom"]
     prompt: Annotated[str, Field(min_length=1, max_length=4000, description="what the agent should do now")]
+    cause_key: str | None = Field(
+        default=None, max_length=200, description="idempotency: one heartbeat per agent and cause"
+    )
 
 
 class HeartbeatResult(ToolResult):
     heartbeat_id: int
     agent_id: str
+    created: bool = Field(default=True, description="false: this cause was already sent (the first one is returned)")
 
 
 def send_heartbeat(ctx: ToolContext, request: HeartbeatInput) -> HeartbeatResult:
@@ -79,10 +83,10 @@ def send_heartbeat(ctx: ToolContext, request: HeartbeatInput) -> HeartbeatResult
     role = ctx.ledger.identities.role_of(request.agent_id)
     if role is None:
         raise NotFound(f"agent_id: no agent {request.agent_id!r}; see run_snapshot", field="agent_id")
-    heartbeat_id = ctx.ledger.activity.add_heartbeat(
-        request.agent_id, request.kind, request.prompt, ctx.caller.agent_id, None
+    heartbeat_id, created = ctx.ledger.supervision.heartbeat_once(
+        request.agent_id, request.kind, request.prompt, ctx.caller.agent_id, request.cause_key
     )
-    return HeartbeatResult(heartbeat_id=heartbeat_id, agent_id=request.agent_id)
+    return HeartbeatResult(heartbeat_id=heartbeat_id, agent_id=request.agent_id, created=created)
 
 
 SNAPSHOT = ToolSpec(

@@ -13,6 +13,8 @@ from server.ledger.jobs import Jobs
 from server.ledger.lanes import Lanes
 from server.ledger.notes import Notes
 from server.ledger.reviews import Reviews
+from server.ledger.workers import Workers
+from server.ledger.supervision import Supervision
 
 __all__ = ["Database", "Identity", "Ledger", "Role", "utcnow"]
 
@@ -31,6 +33,8 @@ class Ledger:
         self.attempts = Attempts(self.db)
         self.reviews = Reviews(self.db)
         self.audits = Audits(self.db)
+        self.workers = Workers(self.db)
+        self.supervision = Supervision(self.db)
 
     def counts_by_status(self, table: str) -> dict[str, int]:
         if table not in STATUS_TABLES:

@@ -77,9 +77,14 @@ def test_connect_writes_each_client_config_into_the_agents_worktree(workspace: W
     assert "AGENTS.md" in {p.name for p in worktree.iterdir()}
     assert f"cd {worktree}" in claude.stdout
     codex = amid("connect", "codex", "--agent", "cody", "-w", ws)
-    toml = tomllib.loads((workspace.worktrees_dir / "cody/.amid-local/codex/config.toml").read_text(encoding="utf-8"))
+    toml = tomllib.loads((workspace.worktrees_dir / "cody/.amid-local/codex-mcp.toml").read_text(encoding="utf-8"))
     assert toml["mcp_servers"]["amid"]["bearer_token_env_var"] == "AMID_TOKEN"
-    assert "CODEX_HOME=" in codex.stdout
+    assert "CODEX_HOME=" not in codex.stdout  # the user's own Codex login and settings stay in use
+    assert "mcp_servers.amid.bearer_token_env_var=" in codex.stdout
+    again = amid("connect", "codex", "--agent", "cody", "-w", ws)  # re-running connect: one live token
+    listed = amid("token", "list", "-w", ws).stdout.splitlines()
+    tokens = [line.split()[-1] for line in listed if line.startswith("cody ")]
+    assert len(tokens) == 2 and tokens.count("live") == 1, (again.stdout, tokens)
     amid("connect", "cursor", "--agent", "cur", "-w", ws)
     assert "${env:AMID_TOKEN}" in (workspace.worktrees_dir / "cur/.cursor/mcp.json").read_text(encoding="utf-8")
     with git.Repo(workspace.repo_dir) as repo:

@@ -2,7 +2,9 @@
 
 Every step runs with cwd = the agent's worktree (`workspace/worktrees/<agent>`), so the task folder
 is `../../task` and the lane files are `../../memory/lanes/`; working data goes under `.amid-local/`,
-which the attempts repository ignores.
+which the attempts repository ignores. The last step, `replay`, is no job but the attempt's
+inference command: the reviewer runs it in its sandbox, where only placeholders name paths
+({checkpoint}: the folder the `package` step wrote, declared as `artifacts.checkpoint`).
 """
 
 from __future__ import annotations

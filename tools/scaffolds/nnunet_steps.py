@@ -1,4 +1,5 @@
-"""The exact commands of the nnU-Net lane, each ready for `run_gpu_job` with cwd = the agent's worktree."""
+"""The exact commands of the nnU-Net lane, each ready for `run_gpu_job` with cwd = the agent's worktree,
+except `replay`: the attempt's inference command, run by the reviewer with only placeholder paths."""
 
 from __future__ import annotations
 

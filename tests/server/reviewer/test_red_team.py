@@ -228,7 +228,7 @@ async def test_claimed_improvement_in_the_wrong_direction_fires_metric_direction
     assert parent["verdict"] == "accepted", parent["failed_checks"]
     folder = box.write_predictions(4, empty, folder="outputs/child")  # farther from the labels than the model
     payload = box.payload(
-        sha, 4, folder, parent_attempt_id=parent["attempt_id"], claims_improvement=["hd95"], budget_class="short"
+        sha, 4, folder, parent_attempt_id=parent["attempt_id"], claims_improvement=["hd95"], budget_class="tune"
     )
     review = await review_of(review_services, box, payload)
     claim = only_failure(review, "METRIC_DIRECTION")["claims"][0]

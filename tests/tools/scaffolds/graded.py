@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from server.reviewer.replay import fill
+from server.sandbox import Mounts, SandboxKind, placeholders, replay_env, resolve_kind, wrap
 from server.workspace import Workspace
 from tools.planning.portfolio import ScaffoldStep
-from tools.scaffolds.nnunet_steps import WORKTREE
 
 # Small CPU runs: no torch.compile, few BLAS threads.
 CPU_ENV = {"nnUNet_compile": "f", "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
@@ -40,24 +41,44 @@ def run_step(
     return done.stdout
 
 
-def replay_like_the_reviewer(step: ScaffoldStep, worktree: Path, images: list[Path], tmp: Path) -> Path:
-    """Fill the replay placeholders as the reviewer does and run the command from another folder."""
-    inputs, outputs, elsewhere = tmp / "inputs", tmp / "outputs", tmp / "checkout"
-    for folder in (inputs, outputs, elsewhere):
+FrozenCheckpoint = tuple[str, dict[str, Path]]  # declared name, path inside it → frozen file
+
+
+def freeze_like_submit(checkpoint: Path, tmp: Path) -> FrozenCheckpoint:
+    """Copies of the declared checkpoint file or folder, as submit_attempt freezes them."""
+    frozen = tmp / "frozen"
+    frozen.mkdir(parents=True)
+    if checkpoint.is_file():
+        return checkpoint.name, {"": Path(shutil.copyfile(checkpoint, frozen / checkpoint.name))}
+    copy = Path(shutil.copytree(checkpoint, frozen / checkpoint.name))
+    return checkpoint.name, {p.relative_to(copy).as_posix(): p for p in sorted(copy.rglob("*")) if p.is_file()}
+
+
+def moved_away(folder: Path, tmp: Path) -> Path:
+    """Move `folder` (the worktree's training data and models) where no replay command could name it."""
+    return Path(shutil.move(folder, tmp / f"moved-{folder.name}"))
+
+
+def replay_like_the_reviewer(
+    step: ScaffoldStep, checkpoint: FrozenCheckpoint, images: list[Path], tmp: Path, *, fold: int = 0
+) -> tuple[Path, SandboxKind]:
+    """Run a declared inference command as the reviewer does (server/sandbox.py): from an empty
+    checkout, with the frozen checkpoint alone at {checkpoint}, and no worktree or workspace in sight
+    (bubblewrap where it runs; callers also move their worktree's models away)."""
+    inputs, outputs, code, home = (tmp / name for name in ("inputs", "outputs", "code", "home"))
+    for folder in (inputs, outputs, code, home):
         folder.mkdir(parents=True)
     for image in images:
         shutil.copyfile(image, inputs / image.name)
-    fill = {"{python}": sys.executable, "{input_dir}": str(inputs), "{output_dir}": str(outputs),
-            WORKTREE: str(worktree)}  # fmt: skip
-    argv = [_fill(part, fill) for part in step.command]
-    run_step(step.model_copy(update={"command": argv}), elsewhere, ["--device", "cpu"])
-    return outputs
-
-
-def _fill(part: str, fill: dict[str, str]) -> str:
-    for key, value in fill.items():
-        part = part.replace(key, value)
-    return part
+    mounts = Mounts(code, inputs, outputs, *checkpoint)
+    kind = resolve_kind("auto")
+    argv = fill(step.command, {**placeholders(kind, mounts, sys.executable), "{fold}": str(fold)})
+    assert not [part for part in argv if "{" in part or "<" in part], argv  # every placeholder filled
+    command, cwd = wrap(kind, argv, mounts)
+    env = {**replay_env(home, kind), **CPU_ENV}
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, f"replay failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return outputs, kind
 
 
 def worktree_of(workspace: Workspace, agent: str = "w1") -> Path:

@@ -14,9 +14,12 @@ from PIL import Image
 
 from server.context import Services, ToolContext
 from server.ledger import Identity
+from server.reviewer.agreement import LABEL_AGREEMENT, label_agreement
 from server.workspace import Workspace, init_workspace
 from tests.tools.scaffolds.graded import (
+    freeze_like_submit,
     grade_with_task_grader,
+    moved_away,
     replay_like_the_reviewer,
     run_step,
     submission_rows,
@@ -24,8 +27,10 @@ from tests.tools.scaffolds.graded import (
 )
 from tools.lane_plan import ensure_portfolio
 from tools.planning.facts import ChannelIntensity, PlanningFacts
-from tools.planning.steps import monai_steps
-from tools.scaffolds.monai_config import config_from_facts
+from tools.planning.steps import MONAI_MODEL, monai_steps
+from tools.scaffolds.monai_config import MonaiConfig, config_from_facts
+from tools.scaffolds.monai_model import package
+from tools.scaffolds.monai_seg import build_network
 from tools.task.importers import import_task
 
 LANE = "monai-3d-segresnet-swinunetr"
@@ -95,9 +100,60 @@ def test_monai_lane_trains_on_the_locked_fold_and_predicts_in_the_task_format(
     assert len(submission_rows(worktree / "submission")) == 6
     scores = grade_with_task_grader(workspace, worktree / "submission")
     assert 0.0 <= scores["dice"] <= 1.0
-    images = sorted((workspace.task_dir / "public/test/images").iterdir())[:2]
-    outputs = replay_like_the_reviewer(steps["holdout_replay"], worktree, images, tmp_path)
-    assert sorted(p.name for p in outputs.iterdir()) == sorted(i.name.replace("_0000", "") for i in images)
+    run_step(steps["package"], worktree)
+    model = worktree / MONAI_MODEL
+    assert sorted(p.relative_to(model).as_posix() for p in model.rglob("*")) == [
+        "fold_0", "fold_0/checkpoint.pt", "fold_0/monai_config.json"
+    ]  # fmt: skip
+    frozen = freeze_like_submit(model, tmp_path)
+    moved_away(worktree / ".amid-local", tmp_path)  # training runs and package gone: the frozen copy only
+    cases = fold["val_cases"][:2]
+    images = [workspace.task_dir / "public/train/images" / f"{case_id}_0000.nii.gz" for case_id in cases]
+    outputs, _ = replay_like_the_reviewer(steps["replay"], frozen, images, tmp_path / "replay", fold=0)
+    assert sorted(p.name for p in outputs.iterdir()) == [f"{case_id}.nii.gz" for case_id in cases]
+    for case_id in cases:
+        replayed = np.asarray(nib.load(outputs / f"{case_id}.nii.gz").dataobj)
+        submitted = np.asarray(nib.load(worktree / "predictions/fold_0" / f"{case_id}.nii.gz").dataobj)
+        assert label_agreement(replayed, submitted) >= LABEL_AGREEMENT, case_id  # what PRED_NOT_REPRODUCED asks
+
+
+def test_the_monai_steps_package_the_model_and_replay_from_checkpoint_alone() -> None:
+    steps = {s.name: s for s in monai_steps(LANE, "/venv/bin/python", 3)}
+    assert list(steps)[-3:] == ["package", "predict_test", "replay"]
+    assert steps["package"].command[-4:] == ["--runs", ".amid-local/monai", "--dest", MONAI_MODEL]
+    replay = "{python} -m tools.scaffolds.monai_seg replay --model {checkpoint} --fold {fold} --input-dir {input_dir}"
+    assert steps["replay"].command == [*replay.split(), "--output-dir", "{output_dir}"]
+    assert "inference_command" in steps["replay"].note and "artifacts.checkpoint" in steps["package"].note
+
+
+@pytest.mark.slow
+def test_a_packaged_monai_model_alone_replays_in_the_sandbox_in_the_task_format(tmp_path: Path) -> None:
+    import torch
+
+    cfg = MonaiConfig(
+        task="segmentation", spatial_dims=2, in_channels=1, label_values=[0, 255], network="BasicUNet",
+        target_spacing=None, patch_size=[32, 32], intensity="zscore", loss="DiceCE",
+    )  # fmt: skip
+    runs = tmp_path / "runs"
+    (runs / "fold_1").mkdir(parents=True)
+    state = {"state_dict": build_network(cfg).state_dict(), "config": cfg.model_dump(), "fold": 1}
+    torch.save(state, runs / "fold_1/checkpoint.pt")
+    model = tmp_path / "worktree" / MONAI_MODEL
+    assert package(runs, model)["folds"] == [1]
+    frozen = freeze_like_submit(model, tmp_path)
+    moved_away(runs, tmp_path)
+    moved_away(model, tmp_path)
+    rng = np.random.default_rng(0)
+    for case in ("c0", "c1"):
+        (tmp_path / "images").mkdir(exist_ok=True)
+        Image.fromarray(rng.integers(0, 255, (40, 36), dtype=np.uint8)).save(tmp_path / "images" / f"{case}_0000.png")
+    step = next(s for s in monai_steps(LANE, sys.executable, 3) if s.name == "replay")
+    images = sorted((tmp_path / "images").iterdir())
+    outputs, _ = replay_like_the_reviewer(step, frozen, images, tmp_path / "replay", fold=1)
+    assert sorted(p.name for p in outputs.iterdir()) == ["c0.png", "c1.png"]
+    for output in outputs.iterdir():
+        with Image.open(output) as written:
+            assert written.size == (36, 40) and set(np.unique(np.asarray(written))) <= {0, 255}
 
 
 def _png_enhancement_task(root: Path) -> Workspace:

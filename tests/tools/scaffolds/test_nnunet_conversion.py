@@ -128,9 +128,13 @@ def test_the_commands_name_every_nnunet_step_per_fold() -> None:
     steps = commands("/venv/bin/python", "demo-liver-lesion-ct", "3d_fullres", 5)
     names = [s.name for s in steps]
     assert names[:3] == ["convert", "plan_and_preprocess", "smoke_train_fold_0"]
-    assert names[-3:] == ["predict_test", "to_task_test", "holdout_replay"]
-    replay = steps[-1].command
-    assert replay[0] == "{python}" and replay[-4:] == ["--input-dir", "{input_dir}", "--output-dir", "{output_dir}"]
+    assert names[-4:] == ["package", "predict_test", "to_task_test", "replay"]
+    replay = "{python} -m tools.scaffolds.nnunet replay --model {checkpoint} --folds {fold} --input-dir {input_dir}"
+    assert steps[-1].command == [*replay.split(), "--output-dir", "{output_dir}"]
+    assert "inference_command" in steps[-1].note and "artifacts.checkpoint" in steps[-4].note
+    package = steps[-4].command
+    assert package[package.index("--dest") + 1] == ".amid-local/nnunet_model"  # in the worktree, git-ignored
+    assert not [s.name for s in steps if "worktree>" in " ".join(s.command)]
     assert [n for n in names if n.startswith("train_fold_")] == [f"train_fold_{f}" for f in range(5)]
     train = next(s for s in steps if s.name == "train_fold_3")
     assert train.command == ["/venv/bin/nnUNetv2_train", "501", "3d_fullres", "3", "--npz"] and train.gpus == 1

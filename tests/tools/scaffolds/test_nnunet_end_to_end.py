@@ -1,4 +1,5 @@
-"""The nnU-Net lane's own commands, run end to end on the demo task on CPU with a tiny schedule."""
+"""The nnU-Net lane's own commands, run end to end on the demo task on CPU with a tiny schedule, then its
+replay command as the reviewer runs it: in the sandbox, with only the packaged model."""
 
 from __future__ import annotations
 
@@ -10,16 +11,19 @@ import nibabel as nib
 import numpy as np
 import pytest
 
+from server.reviewer.agreement import LABEL_AGREEMENT, label_agreement
 from server.workspace import Workspace
 from tests.tools.scaffolds.graded import (
     NO_DA_WORKERS,
+    freeze_like_submit,
     grade_with_task_grader,
+    moved_away,
     replay_like_the_reviewer,
     run_step,
     submission_rows,
     worktree_of,
 )
-from tools.scaffolds.nnunet_steps import commands
+from tools.scaffolds.nnunet_steps import DEFAULT_MODEL, commands
 from tools.task.folds import LockedFolds
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
@@ -58,12 +62,20 @@ def test_nnunet_lane_converts_plans_trains_predicts_and_converts_back(workspace:
     scores = grade_with_task_grader(workspace, submission)  # the challenge's grader accepts it
     assert 0.0 <= scores["dice"] <= 1.0 and scores["hd95"] >= 0.0
 
-    replay = steps["holdout_replay"]  # only fold 0 was trained here
-    command = replay.command
-    only_0 = [*command[: command.index("--folds")], "--folds", "0", *command[command.index("--input-dir") :]]
-    replay = replay.model_copy(update={"command": only_0})
-    images = sorted((workspace.task_dir / "public/test/images").iterdir())[:2]
-    outputs = replay_like_the_reviewer(replay, worktree, images, tmp_path)
-    for image in images:
-        output = nib.load(outputs / image.name.replace("_0000", ""))
-        assert output.shape == nib.load(image).shape and np.allclose(output.affine, nib.load(image).affine)
+    run_step(steps["package"], worktree)  # every trained fold: here fold 0
+    model = worktree / DEFAULT_MODEL
+    assert sorted(p.relative_to(model).as_posix() for p in model.rglob("*") if p.is_file()) == [
+        "amid_conversion.json", "dataset.json", "dataset_fingerprint.json", "fold_0/checkpoint_final.pth", "plans.json",
+    ]  # fmt: skip
+    frozen = freeze_like_submit(model, tmp_path)
+    moved_away(worktree / ".amid-local", tmp_path)  # raw, preprocessed, results and package gone: frozen copy only
+    cases = locked.folds[0].val_cases[:2]
+    images = [workspace.task_dir / "public/train/images" / f"{case_id}_0000.nii.gz" for case_id in cases]
+    outputs, _ = replay_like_the_reviewer(steps["replay"], frozen, images, tmp_path / "replay", fold=0)
+    assert sorted(p.name for p in outputs.iterdir()) == [f"{case_id}.nii.gz" for case_id in cases]
+    for case_id, image in zip(cases, images, strict=True):
+        replayed, reference = nib.load(outputs / f"{case_id}.nii.gz"), nib.load(image)
+        assert replayed.shape == reference.shape and np.allclose(replayed.affine, reference.affine)
+        submitted = np.asarray(nib.load(fold_dir / f"{case_id}.nii.gz").dataobj)
+        agreement = label_agreement(np.asarray(replayed.dataobj), submitted)
+        assert agreement >= LABEL_AGREEMENT, (case_id, agreement)  # what PRED_NOT_REPRODUCED asks

@@ -1,0 +1,162 @@
+"""The supervisor's ledger state (DESIGN §9): stages, lane decisions, idempotent heartbeats, the
+final choice, and the evidence the supervisor decides on.
+
+Every decision is one transaction that checks the state it starts from, so a supervisor killed and
+restarted (or two of them racing) can repeat a decision without duplicating or reversing it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from server.errors import Conflict, NotFound
+from server.ledger.database import Database, utcnow
+
+STAGES = ("exploration", "exploitation", "finalization", "done")
+LANE_DECISIONS = ("covered", "plateaued", "promoted", "challenger", "waived", "retired")
+
+
+def _rows(cursor: Any) -> list[dict[str, Any]]:
+    names = [d[0] for d in cursor.description or []]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+class Supervision:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # --- stages --------------------------------------------------------------------------------
+    def stage(self) -> str:
+        raw = self.db.scalar("SELECT value FROM run_state WHERE key = 'stage'")
+        return str(json.loads(raw)) if raw is not None else "exploration"
+
+    def set_stage(self, from_stage: str, to_stage: str, reason: str, decided_by: str) -> bool:
+        """Move the run from `from_stage` to `to_stage`; False when it is already there (a repeat).
+        Stages only move forward; a move from a stage the run is not in is a Conflict."""
+        with self.db.transaction() as cur:
+            raw = cur.execute("SELECT value FROM run_state WHERE key = 'stage'").fetchone()
+            current = str(json.loads(raw[0])) if raw else "exploration"
+            if current == to_stage:
+                return False
+            if current != from_stage or STAGES.index(to_stage) <= STAGES.index(from_stage):
+                raise Conflict(
+                    f"to_stage: the run is in {current!r}; cannot move {from_stage!r} → {to_stage!r} "
+                    f"(stages go forward: {' → '.join(STAGES)})",
+                    field="to_stage",
+                )
+            now = utcnow()
+            cur.execute("INSERT OR REPLACE INTO run_state VALUES ('stage', ?, ?)", [json.dumps(to_stage), now])
+            cur.execute(
+                "INSERT INTO stage_transitions (from_stage, to_stage, reason, decided_by, decided_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [current, to_stage, reason, decided_by, now],
+            )
+        return True
+
+    def stage_transitions(self) -> list[dict[str, Any]]:
+        return self.db.fetchall("SELECT * FROM v_stage_transitions ORDER BY transition_id")
+
+    # --- lanes ---------------------------------------------------------------------------------
+    def decide_lane(self, lane_id: str, to_status: str, reason: str, evidence: dict[str, Any], by: str) -> bool:
+        """Set a lane's status by a supervisor decision; False when it already has that status."""
+        with self.db.transaction() as cur:
+            row = cur.execute("SELECT status FROM lanes WHERE lane_id = ?", [lane_id]).fetchone()
+            if row is None:
+                raise NotFound(f"lane_id: no lane {lane_id!r}; see list_lanes", field="lane_id")
+            if row[0] == to_status:
+                return False
+            now = utcnow()
+            cur.execute("UPDATE lanes SET status = ?, updated_at = ? WHERE lane_id = ?", [to_status, now, lane_id])
+            cur.execute(
+                "INSERT INTO lane_decisions (lane_id, from_status, to_status, reason, evidence, decided_by, "
+                "decided_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [lane_id, row[0], to_status, reason, json.dumps(evidence, default=str), by, now],
+            )
+        return True
+
+    def lane_decisions(self) -> list[dict[str, Any]]:
+        return self.db.fetchall("SELECT * FROM v_lane_decisions ORDER BY decision_id")
+
+    # --- heartbeats ----------------------------------------------------------------------------
+    def heartbeat_once(
+        self, agent_id: str, kind: str, prompt: str, sent_by: str, cause_key: str | None
+    ) -> tuple[int, bool]:
+        """Queue a heartbeat; with a cause key, at most one per (agent, cause): (heartbeat_id, created)."""
+        with self.db.transaction() as cur:
+            if cause_key is not None:
+                known = cur.execute(
+                    "SELECT heartbeat_id FROM heartbeats WHERE agent_id = ? AND cause_key = ?", [agent_id, cause_key]
+                ).fetchone()
+                if known is not None:
+                    return int(known[0]), False
+            row = cur.execute(
+                "INSERT INTO heartbeats (agent_id, kind, prompt, sent_by, trigger, created_at, cause_key) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING heartbeat_id",
+                [agent_id, kind, prompt, sent_by, json.dumps({"cause": cause_key}), utcnow(), cause_key],
+            ).fetchone()
+        assert row is not None
+        return int(row[0]), True
+
+    def heartbeat_causes(self) -> list[dict[str, Any]]:
+        return self.db.fetchall(
+            "SELECT agent_id, kind, cause_key, heartbeat_id FROM heartbeats WHERE cause_key IS NOT NULL "
+            "ORDER BY heartbeat_id"
+        )
+
+    def focus_required(self, agent_id: str) -> dict[str, Any] | None:
+        """The plateau heartbeat an agent has not answered with a focus note yet, if any."""
+        return self.db.fetchone(
+            "SELECT h.heartbeat_id, h.created_at, h.cause_key FROM heartbeats h WHERE h.agent_id = ? "
+            "AND h.kind = 'plateau' AND NOT EXISTS (SELECT 1 FROM notes n WHERE n.agent_id = h.agent_id "
+            "AND n.kind = 'focus' AND n.created_at >= h.created_at) ORDER BY h.heartbeat_id DESC LIMIT 1",
+            [agent_id],
+        )
+
+    def focus_notes(self) -> list[dict[str, Any]]:
+        return self.db.fetchall(
+            "SELECT note_id, agent_id, lane_id, created_at FROM notes WHERE kind = 'focus' ORDER BY note_id"
+        )
+
+    def plateau_heartbeats(self) -> list[dict[str, Any]]:
+        return self.db.fetchall(
+            "SELECT heartbeat_id, agent_id, cause_key, created_at FROM heartbeats WHERE kind = 'plateau' "
+            "ORDER BY heartbeat_id"
+        )
+
+    # --- reviews in flight ---------------------------------------------------------------------
+    def pending_reviews(self, agent_id: str, except_attempt: str | None = None) -> list[str]:
+        """Attempts of the agent whose review is queued or running (the per-agent cap counts these)."""
+        rows = self.db.fetchall(
+            "SELECT DISTINCT r.attempt_id FROM reviews r JOIN attempts a USING (attempt_id) WHERE a.agent_id = ? "
+            "AND r.status IN ('queued', 'running') AND (? IS NULL OR r.attempt_id <> ?) ORDER BY r.attempt_id",
+            [agent_id, except_attempt, except_attempt],
+        )
+        return [str(r["attempt_id"]) for r in rows]
+
+    # --- evidence and the final choice ---------------------------------------------------------
+    def evidence(self, limit: int) -> list[dict[str, Any]]:
+        """Reviewed or pending attempts with verified primary scores, fold spread and gate, oldest first."""
+        return self.db.fetchall("SELECT * FROM v_evidence ORDER BY created_at, attempt_id LIMIT ?", [limit])
+
+    def choose_final(self, row: dict[str, Any], by: str) -> tuple[int, bool]:
+        """Record the final choice once: a repeat returns the first (choice_id, created)."""
+        with self.db.transaction() as cur:
+            known = cur.execute("SELECT choice_id FROM final_choices ORDER BY choice_id LIMIT 1").fetchone()
+            if known is not None:
+                return int(known[0]), False
+            chosen = cur.execute(
+                "INSERT INTO final_choices (attempt_id, lane_id, verified_score, reason, audit_id, package_path, "
+                "decided_by, decided_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING choice_id",
+                [row["attempt_id"], row["lane_id"], row["verified_score"], row["reason"], row.get("audit_id"),
+                 row.get("package_path"), by, utcnow()],
+            ).fetchone()  # fmt: skip
+        assert chosen is not None
+        return int(chosen[0]), True
+
+    def final_choice(self) -> dict[str, Any] | None:
+        return self.db.fetchone("SELECT * FROM v_final_choice ORDER BY choice_id LIMIT 1")
+
+    def agents(self) -> list[str]:
+        rows = self.db.fetchall("SELECT agent_id FROM agents WHERE role = 'agent' ORDER BY agent_id")
+        return [str(r["agent_id"]) for r in rows]

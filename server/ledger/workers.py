@@ -1,0 +1,66 @@
+"""Managed workers: their current state and every transition, and the live facts the stall watchdog needs."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from server.ledger.database import Database, utcnow
+
+
+class Workers:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def transition(
+        self,
+        agent_id: str,
+        backend: str,
+        to_state: str,
+        event: str,
+        session_id: str | None,
+        detail: dict[str, Any],
+        recorded_by: str,
+    ) -> str | None:
+        """Record one transition and the worker's new state together; returns the state it left."""
+        now = utcnow()
+        with self.db.transaction() as cur:
+            row = cur.execute("SELECT state FROM workers WHERE agent_id = ?", [agent_id]).fetchone()
+            from_state = row[0] if row else None
+            cur.execute(
+                "INSERT OR REPLACE INTO workers VALUES (?, ?, ?, ?, ?)", [agent_id, backend, to_state, session_id, now]
+            )
+            cur.execute(
+                "INSERT INTO worker_transitions (agent_id, event, from_state, to_state, session_id, detail, "
+                "recorded_by, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [agent_id, event, from_state, to_state, session_id, json.dumps(detail, default=str), recorded_by, now],
+            )
+        return from_state
+
+    def state(self, agent_id: str) -> dict[str, Any] | None:
+        return self.db.fetchone("SELECT * FROM workers WHERE agent_id = ?", [agent_id])
+
+    def transitions(self, agent_id: str | None = None) -> list[dict[str, Any]]:
+        return self.db.fetchall(
+            "SELECT * FROM worker_transitions WHERE (? IS NULL OR agent_id = ?) ORDER BY transition_id",
+            [agent_id, agent_id],
+        )
+
+    def pending_work(self, agent_id: str) -> dict[str, int]:
+        """The agent's jobs and reviews still queued or running (the watchdog leaves such a worker alone)."""
+        jobs = self.db.scalar(
+            "SELECT count(*) FROM jobs WHERE agent_id = ? AND status IN ('queued', 'running')", [agent_id]
+        )
+        reviews = self.db.scalar(
+            "SELECT count(*) FROM reviews r JOIN attempts a USING (attempt_id) "
+            "WHERE a.agent_id = ? AND r.status IN ('queued', 'running')",
+            [agent_id],
+        )
+        return {"jobs": int(jobs or 0), "reviews": int(reviews or 0)}
+
+    def last_tool_call(self, agent_id: str) -> datetime | None:
+        value = self.db.scalar(
+            "SELECT max(occurred_at) FROM events WHERE agent_id = ? AND kind = 'tool_call'", [agent_id]
+        )
+        return value if isinstance(value, datetime) else None

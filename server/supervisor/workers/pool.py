@@ -1,0 +1,287 @@
+"""WorkerPool: N managed workers of one backend, started, watched, resumed with prompts and retired.
+
+Per worker: a worktree and a fresh token, the CLI's config files, its own home (the user's login
+files copied in), the headless CLI started with the task prompt inside the worker sandbox, its
+session id read from the CLI's JSON output. `deliver` interrupts the CLI (SIGTERM to its process
+group) and resumes the same session with the prompt. `poll` classifies exits, runs the stall
+watchdog (exempt while the worker's job or review is pending, asked live through the server) and
+the crash-burst breaker, and returns what happened as events. Every transition is recorded through
+the server's supervisor-only `record_worker` tool.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio.from_thread
+
+from registry.loader import worker_backend
+from registry.schemas import WorkerBackend
+from server import sandbox
+from server.connect import issue_token, prepare_worktree
+from server.local_client import call as admin_call
+from server.mcp_client import call, connect
+from server.protocol import INSTRUCTIONS
+from server.supervisor.workers.backend import argv, classify_exit, find_binary, write_config_files
+from server.supervisor.workers.process import WorkerProcess
+from server.supervisor.workers.settings import WorkerSettings
+from server.workspace import Workspace
+
+Event = dict[str, Any]
+
+
+@dataclass
+class Worker:
+    agent_id: str
+    worktree: Path
+    home: Path
+    log_path: Path
+    token: str
+    state: str = "starting"
+    session_id: str | None = None
+    process: WorkerProcess | None = None
+    resumed_from: str | None = None
+    crashes: deque[float] = field(default_factory=deque)
+    wake_at: float | None = None
+    pending_prompt: str | None = None
+
+
+class WorkerPool:
+    def __init__(
+        self,
+        workspace: Workspace,
+        server_url: str,
+        backend: str | WorkerBackend,
+        n: int,
+        settings: WorkerSettings | None = None,
+        supervisor_token: str | None = None,
+    ) -> None:
+        self.workspace = workspace
+        self.server_url = server_url
+        self.backend = worker_backend(backend) if isinstance(backend, str) else backend
+        self.n = n
+        self.settings = settings or WorkerSettings()
+        self.binary = find_binary(self.backend, self.settings.npm_prefix)
+        self.sandbox_kind = sandbox.resolve_kind(self.settings.sandbox)
+        self._supervisor_token = supervisor_token
+        self._workers: dict[str, Worker] = {}
+        self._events: list[Event] = []
+        self._portal: Any = None
+
+    @property
+    def agents(self) -> list[str]:
+        return list(self._workers)
+
+    def worker(self, agent_id: str) -> Worker:
+        return self._workers[agent_id]
+
+    def start(self) -> None:
+        """Create every worker's worktree, token and config, and start its CLI with the task prompt."""
+        self._portal_cm = anyio.from_thread.start_blocking_portal()
+        self._portal = self._portal_cm.__enter__()
+        if self._supervisor_token is None:
+            self._supervisor_token = issue_token(self.workspace, f"{self.settings.agent_prefix}-pool", "supervisor")[
+                "token"
+            ]
+        for index in range(1, self.n + 1):
+            worker = self._prepare(f"{self.settings.agent_prefix}-{index}")
+            self._workers[worker.agent_id] = worker
+            self._launch(worker, self.settings.task_prompt or INSTRUCTIONS, resume=False, event="started")
+
+    def deliver(self, agent_id: str, prompt: str) -> None:
+        """Interrupt the worker and resume its session with `prompt` (queued while it is paused)."""
+        worker = self._workers[agent_id]
+        if worker.state in ("paused", "backoff", "retired"):
+            worker.pending_prompt = prompt
+            self._emit(worker, worker.state, "queued", prompt=prompt)
+            return
+        self._interrupt(worker)
+        self._launch(worker, prompt, resume=worker.session_id is not None, event="delivered")
+
+    def poll(self) -> list[Event]:
+        """Check every worker once (exits, stalls, wake-ups); return the events since the last poll."""
+        for worker in self._workers.values():
+            self._check(worker)
+        events, self._events = self._events, []
+        return events
+
+    def stop(self) -> None:
+        """Retire every worker: stop its CLI, revoke its token, record it."""
+        for worker in self._workers.values():
+            if worker.state != "retired":
+                self._interrupt(worker)
+                self._emit(worker, "retired", "retired")
+                admin_call(self.workspace, "token_revoke", {"name": worker.agent_id})
+        if self._portal is not None:
+            self._portal_cm.__exit__(None, None, None)
+            self._portal = None
+
+    # --- one worker ---
+
+    def _prepare(self, agent_id: str) -> Worker:
+        token = issue_token(self.workspace, agent_id)["token"]
+        worktree = prepare_worktree(self.workspace, agent_id, token, self.workspace.contract().title)
+        state = self.workspace.sub("workers") / agent_id
+        home = state / "home"
+        home.mkdir(parents=True, exist_ok=True)
+        self._copy_login(home)
+        worker = Worker(agent_id, worktree, home, state / "output.jsonl", token)
+        write_config_files(self.backend, self._values(worker), worktree, home)
+        return worker
+
+    def _copy_login(self, home: Path) -> None:
+        user_home = Path.home()
+        for name in self.backend.login_files:
+            source = user_home / name
+            if source.is_file() and not (home / name).exists():
+                (home / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, home / name)
+
+    def _values(self, worker: Worker, prompt: str = "") -> dict[str, str]:
+        return {
+            "binary": self.binary,
+            "python": self.binary if self.backend.binary == "{python}" else "python3",
+            "prompt": prompt,
+            "session_id": worker.session_id or "",
+            "url": self.server_url,
+            "token_env": self.backend.token_env,
+            "worktree": str(worker.worktree),
+            "home": str(worker.home),
+            "memory_dir": str(worker.worktree / ".amid-local" / "claude-memory"),
+        }
+
+    def _launch(self, worker: Worker, prompt: str, *, resume: bool, event: str) -> None:
+        command = argv(self.backend, self._values(worker, prompt), resume=resume)
+        if self.sandbox_kind == "bwrap":
+            command = sandbox.wrap_worker(command, self._view(worker))
+        worker.resumed_from = worker.session_id if resume else None
+        worker.process = WorkerProcess(self.backend, command, worker.worktree, self._env(worker), worker.log_path)
+        worker.wake_at = None
+        self._emit(worker, "running", event, resume=resume, prompt=prompt[:200])
+
+    def _env(self, worker: Worker) -> dict[str, str]:
+        passed = {k: os.environ[k] for k in sandbox.PASSED_ENV if k in os.environ}
+        values = self._values(worker)
+        fixed = {k: v.format_map(values) if "{" in v else v for k, v in self.backend.env.items()}
+        home = {"HOME": str(worker.home), "XDG_CONFIG_HOME": str(worker.home / ".config")}
+        token = {self.backend.token_env: worker.token, "AMID_URL": self.server_url}
+        return {**passed, **fixed, **self.settings.model_env, **home, **token}
+
+    def _view(self, worker: Worker) -> sandbox.WorkerView:
+        ws = self.workspace
+        others = tuple(p for p in ws.worktrees_dir.iterdir() if p.name != worker.agent_id)
+        install = [Path(self.binary).resolve().parent] + (
+            [self.settings.npm_prefix] if self.settings.npm_prefix else []
+        )
+        hidden = (ws.private_dir, ws.control_dir, ws.ledger_path, ws.sub("artifacts"), ws.sub("reviews"), *others)
+        return sandbox.WorkerView(
+            worktree=worker.worktree,
+            git_dir=ws.repo_dir / ".git",
+            home=worker.home,
+            readable=(ws.task_dir, ws.memory_dir, *install),
+            hidden=hidden,
+        )
+
+    def _interrupt(self, worker: Worker) -> None:
+        process = worker.process
+        if process is None:
+            return
+        worker.session_id = process.session_id or worker.session_id
+        if process.exited() is None:
+            code = process.interrupt(self.settings.interrupt_grace_s)
+            self._emit(worker, worker.state, "interrupted", returncode=code)
+        worker.process = None
+
+    def _check(self, worker: Worker) -> None:
+        process = worker.process
+        if worker.state in ("paused", "backoff") and worker.wake_at is not None and time.monotonic() >= worker.wake_at:
+            prompt, worker.pending_prompt = worker.pending_prompt, None
+            self._launch(
+                worker, prompt or self.settings.continue_prompt, resume=worker.session_id is not None, event="resumed"
+            )
+            return
+        if process is None or worker.state != "running":
+            return
+        worker.session_id = process.session_id or worker.session_id
+        code = process.exited()
+        if code is not None:
+            self._exited(worker, process, code)
+        elif process.silent_s() >= self.settings.stall_timeout_s and not self._busy(worker):
+            self._interrupt(worker)
+            self._emit(worker, "running", "stalled", silent_s=round(process.silent_s(), 1))
+            self._launch(worker, self.settings.stall_prompt, resume=worker.session_id is not None, event="resumed")
+
+    def _exited(self, worker: Worker, process: WorkerProcess, code: int) -> None:
+        worker.process = None
+        exit_class = classify_exit(
+            self.backend,
+            returncode=code,
+            saw_result=process.saw_result,
+            output_tail="\n".join(process.tail),
+            uptime_s=process.uptime_s(),
+            min_uptime_s=self.settings.min_uptime_s,
+            resumed=worker.resumed_from,
+            reported=process.session_id,
+        )
+        self._emit(worker, "idle", "exited", exit_class=exit_class, returncode=code)
+        if exit_class == "usage_limit":
+            worker.wake_at = time.monotonic() + self.settings.usage_limit_backoff_s
+            self._emit(worker, "backoff", "backoff", wait_s=self.settings.usage_limit_backoff_s)
+            return
+        if exit_class == "clean":
+            if self.settings.restart_on_clean:
+                self._launch(worker, self.settings.continue_prompt, resume=True, event="resumed")
+            return
+        if exit_class == "session_error":
+            worker.session_id = None  # the session is gone: the next run starts afresh
+        self._crashed(worker)
+
+    def _crashed(self, worker: Worker) -> None:
+        now = time.monotonic()
+        worker.crashes.append(now)
+        while worker.crashes and now - worker.crashes[0] > self.settings.crash_window_s:
+            worker.crashes.popleft()
+        if len(worker.crashes) >= self.settings.crash_burst:
+            worker.crashes.clear()
+            worker.wake_at = now + self.settings.crash_pause_s
+            self._emit(worker, "paused", "paused", pause_s=self.settings.crash_pause_s)
+            return
+        resume = worker.session_id is not None
+        prompt = self.settings.continue_prompt if resume else self.settings.task_prompt or INSTRUCTIONS
+        self._launch(worker, prompt, resume=resume, event="resumed" if resume else "started")
+
+    # --- through the server ---
+
+    def _busy(self, worker: Worker) -> bool:
+        """Live: a pending job or review, or a tool call within the stall timeout, exempts the worker."""
+        status = self._record(worker, None, "")
+        recent = status.get("last_tool_call_s_ago")
+        quiet = recent is None or recent >= self.settings.stall_timeout_s
+        return bool(status.get("pending_jobs") or status.get("pending_reviews")) or not quiet
+
+    def _emit(self, worker: Worker, state: str, event: str, **detail: Any) -> None:
+        worker.state = state
+        self._events.append({"agent_id": worker.agent_id, "event": event, "state": state, **detail})
+        self._record(worker, state, event, **detail)
+
+    def _record(self, worker: Worker, state: str | None, event: str, **detail: Any) -> dict[str, Any]:
+        arguments = {
+            "agent_id": worker.agent_id,
+            "backend": self.backend.id,
+            "state": state,
+            "event": event,
+            "session_id": worker.session_id,
+            "detail": detail,
+        }
+
+        async def record() -> dict[str, Any]:
+            async with connect(self.server_url, str(self._supervisor_token)) as client:
+                return await call(client, "record_worker", arguments)
+
+        return dict(self._portal.call(record))

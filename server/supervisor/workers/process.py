@@ -1,0 +1,95 @@
+"""One running agent CLI: its own process group, its output read line by line into a log.
+
+Every line refreshes `last_output`; JSON lines are offered to the backend's session-id rules and its
+result marker. Interrupting sends SIGTERM to the whole group, waits a bounded time, then SIGKILL.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from pathlib import Path
+
+from registry.schemas import WorkerBackend
+from server.supervisor.workers.backend import is_result, session_id_in
+
+TAIL_LINES = 40
+
+
+class WorkerProcess:
+    def __init__(self, backend: WorkerBackend, argv: list[str], cwd: Path, env: dict[str, str], log_path: Path) -> None:
+        self.backend = backend
+        self.started = time.monotonic()
+        self.last_output = self.started
+        self.session_id: str | None = None
+        self.saw_result = False
+        self.tail: deque[str] = deque(maxlen=TAIL_LINES)
+        self._log = log_path.open("ab")
+        self.popen = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self._reader = threading.Thread(target=self._read, name=f"worker-output-{self.popen.pid}", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.popen.stdout is not None
+        for raw in self.popen.stdout:
+            self._log.write(raw)
+            self._log.flush()
+            self.last_output = time.monotonic()
+            line = raw.decode("utf-8", errors="replace").strip()
+            self.tail.append(line)
+            self._offer(line)
+        self.popen.stdout.close()
+        self._log.close()
+
+    def _offer(self, line: str) -> None:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(event, dict):
+            return
+        self.session_id = session_id_in(self.backend, event) or self.session_id
+        self.saw_result = self.saw_result or is_result(self.backend, event)
+
+    def exited(self) -> int | None:
+        """The exit status once the process ended and its output was read to the end; None while it runs."""
+        code = self.popen.poll()
+        if code is None:
+            return None
+        self._reader.join(timeout=5)
+        return code
+
+    def uptime_s(self) -> float:
+        return time.monotonic() - self.started
+
+    def silent_s(self) -> float:
+        return time.monotonic() - self.last_output
+
+    def interrupt(self, grace_s: float) -> int:
+        """SIGTERM to the group, a bounded wait, then SIGKILL; returns the exit status."""
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(self.popen.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                self.popen.wait(timeout=grace_s)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        code = self.popen.wait()
+        self._reader.join(timeout=5)
+        return code

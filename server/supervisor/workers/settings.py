@@ -1,0 +1,39 @@
+"""Settings of managed workers (DESIGN §9 Lifecycle), read once by the supervisor and frozen."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+CONTINUE_PROMPT = "Continue the AMID loop on your lane: call get_task, then keep working toward a reviewed attempt."
+STALL_PROMPT = "You were silent for a long time. Call get_task, read your inbox, and continue your lane."
+
+
+class WorkerSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    stall_timeout_s: float = Field(default=1200.0, gt=0, description="no output and no tool call this long: stalled")
+    crash_burst: int = Field(default=3, ge=1, description="crashes within crash_window_s that pause a worker")
+    crash_window_s: float = Field(default=30.0, gt=0, description="window of the crash-burst breaker (seconds)")
+    crash_pause_s: float = Field(default=300.0, ge=0, description="how long the breaker pauses a worker (seconds)")
+    usage_limit_backoff_s: float = Field(
+        default=900.0, ge=0, description="wait after a usage-limit exit; the same every time (non-escalating)"
+    )
+    min_uptime_s: float = Field(
+        default=60.0, ge=0, description="a CLI without a result marker that exits sooner crashed (seconds)"
+    )
+    interrupt_grace_s: float = Field(default=10.0, gt=0, description="SIGTERM → SIGKILL grace (seconds)")
+    restart_on_clean: bool = Field(default=True, description="resume a worker whose turn ended cleanly")
+    sandbox: Literal["auto", "bwrap", "none"] = Field(default="auto", description="worker isolation (bubblewrap)")
+    npm_prefix: Path | None = Field(default=None, description="npm prefix where agent CLIs are installed")
+    agent_prefix: str = Field(
+        default="worker", pattern=r"^[a-z0-9][a-z0-9_-]{0,30}$", description="agent ids: PREFIX-N"
+    )
+    task_prompt: str | None = Field(default=None, description="the first prompt (default: the AMID loop)")
+    continue_prompt: str = Field(default=CONTINUE_PROMPT, description="prompt of a resume after a clean exit")
+    stall_prompt: str = Field(default=STALL_PROMPT, description="prompt of a resume after a stall")
+    model_env: dict[str, str] = Field(
+        default_factory=dict, description="environment the CLI needs to reach its model (API keys, base URLs)"
+    )

@@ -1,0 +1,39 @@
+"""Supervisor scenarios: a supervisor driven through the real in-process MCP client."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from server.context import Services
+from server.mcp_client import call
+from server.supervisor.loop import Supervisor
+from tests.clients import local_client
+
+FAST = {"coverage_attempts": 1, "plateau_after": 2, "consolidate_every": 2}
+
+Make = Callable[..., Services]
+
+
+@pytest.fixture
+def tuned(services: Services) -> Make:
+    """The test's services with supervisor thresholds set (the same ledger and workspace)."""
+
+    def make(**settings: Any) -> Services:
+        return replace(services, settings=services.settings.model_copy(update={**FAST, **settings}))
+
+    return make
+
+
+@asynccontextmanager
+async def supervisor_of(services: Services) -> AsyncIterator[Supervisor]:
+    async with local_client(services, "boss", "supervisor") as client:
+
+        async def tool(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+            return await call(client, name, arguments)
+
+        yield Supervisor(tool)

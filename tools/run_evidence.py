@@ -1,0 +1,168 @@
+"""run_evidence: everything the supervisor decides on, in one read (DESIGN §9).
+
+The supervisor is a separate process that never opens the ledger: it rebuilds its whole view from
+this tool at start and on every tick, so a killed and restarted supervisor decides from the same
+state as the one before it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field
+
+from server.context import ToolContext
+from server.ledger import utcnow
+from server.toolkit import ToolResult, ToolSpec
+
+
+class EvidenceInput(BaseModel):
+    limit: Annotated[int, Field(ge=1, le=5000, description="most attempts to return, oldest first")] = 1000
+
+
+class Thresholds(BaseModel):
+    coverage_attempts: int
+    plateau_after: int
+    consolidate_every: int
+    exploration_fraction: float
+    finalization_fraction: float
+    max_pending_reviews: int
+
+
+class LaneState(BaseModel):
+    lane_id: str
+    tier: str
+    status: str
+    family: str
+
+
+class AttemptEvidence(BaseModel):
+    attempt_id: str
+    agent_id: str
+    lane_id: str | None
+    budget_class: str
+    status: str
+    review_id: str | None
+    verdict: str | None
+    verified_score: float | None
+    fold_spread: float | None = Field(description="sample standard deviation of the verified fold scores")
+    n_folds: int | None
+    holdout_gated: bool = Field(description="the review's holdout gate did not fail")
+    failed_codes: list[str]
+    created_at: str
+
+
+class Transition(BaseModel):
+    from_stage: str
+    to_stage: str
+    reason: str
+    decided_at: str
+
+
+class Cause(BaseModel):
+    agent_id: str
+    kind: str
+    cause_key: str
+
+
+class FocusNote(BaseModel):
+    note_id: int
+    agent_id: str
+    created_at: str
+
+
+class EvidenceResult(ToolResult):
+    stage: str
+    transitions: list[Transition]
+    metric: str
+    higher_is_better: bool
+    has_holdout: bool
+    elapsed_s: float | None = Field(description="seconds since the run started")
+    budget_s: float | None = Field(description="wall-clock budget (contract, else supervisor_budget_s)")
+    thresholds: Thresholds
+    agents: list[str] = Field(description="agents of role agent")
+    lanes: list[LaneState]
+    attempts: list[AttemptEvidence]
+    causes_sent: list[Cause]
+    plateau_heartbeats: list[Cause]
+    focus_notes: list[FocusNote]
+    final_attempt_id: str | None
+
+
+def _iso(value: Any) -> str:
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
+
+
+def _attempt(row: dict[str, Any]) -> AttemptEvidence:
+    return AttemptEvidence(
+        **{k: row[k] for k in ("attempt_id", "agent_id", "lane_id", "budget_class", "status", "review_id")},
+        verdict=row["verdict"],
+        verified_score=row["verified_score"],
+        fold_spread=row["fold_spread"],
+        n_folds=row["n_folds"],
+        holdout_gated=bool(row["holdout_gated"]),
+        failed_codes=(row["failed_codes"] or "").split(",") if row["failed_codes"] else [],
+        created_at=_iso(row["created_at"]),
+    )
+
+
+def _elapsed_s(ctx: ToolContext) -> float | None:
+    from datetime import datetime
+
+    started = ctx.ledger.activity.get_state("started_at")
+    if not started:
+        return None
+    return (utcnow() - datetime.fromisoformat(str(started)).replace(tzinfo=None)).total_seconds()
+
+
+def _budget_s(ctx: ToolContext) -> float | None:
+    hours = ctx.contract.budget.wall_clock_hours
+    return hours * 3600.0 if hours else ctx.settings.supervisor_budget_s
+
+
+def run_evidence(ctx: ToolContext, request: EvidenceInput) -> EvidenceResult:
+    """The supervisor's whole view: stage, lanes, reviewed attempts with verified scores, fold spread,
+    holdout gate and budget class, heartbeats already sent, focus notes, thresholds, final choice."""
+    sup, settings, primary = ctx.ledger.supervision, ctx.settings, ctx.contract.primary
+    final = sup.final_choice()
+    return EvidenceResult(
+        stage=sup.stage(),
+        transitions=[Transition(**{**t, "decided_at": _iso(t["decided_at"])}) for t in _transitions(sup)],
+        metric=primary.name,
+        higher_is_better=primary.direction == "higher_better",
+        has_holdout=ctx.contract.validation.holdout_fraction > 0,
+        elapsed_s=_elapsed_s(ctx),
+        budget_s=_budget_s(ctx),
+        thresholds=Thresholds(**{name: getattr(settings, name) for name in Thresholds.model_fields}),
+        agents=sup.agents(),
+        lanes=[LaneState(**{k: r[k] for k in LaneState.model_fields}) for r in ctx.ledger.db.fetchall(_LANES)],
+        attempts=[_attempt(r) for r in sup.evidence(request.limit)],
+        causes_sent=[Cause(**{k: c[k] for k in Cause.model_fields}) for c in sup.heartbeat_causes()],
+        plateau_heartbeats=[
+            Cause(agent_id=h["agent_id"], kind="plateau", cause_key=h["cause_key"] or f"#{h['heartbeat_id']}")
+            for h in sup.plateau_heartbeats()
+        ],
+        focus_notes=[
+            FocusNote(note_id=n["note_id"], agent_id=n["agent_id"], created_at=_iso(n["created_at"]))
+            for n in sup.focus_notes()
+        ],
+        final_attempt_id=final["attempt_id"] if final else None,
+    )
+
+
+_LANES = "SELECT lane_id, tier, status, family FROM lanes ORDER BY lane_id"
+
+
+def _transitions(sup: Any) -> list[dict[str, Any]]:
+    return [{k: t[k] for k in ("from_stage", "to_stage", "reason", "decided_at")} for t in sup.stage_transitions()]
+
+
+TOOL = ToolSpec(
+    name="run_evidence",
+    title="Run evidence",
+    input_model=EvidenceInput,
+    output_model=EvidenceResult,
+    run=run_evidence,
+    roles=frozenset({"supervisor", "human"}),
+    read_only=True,
+)
