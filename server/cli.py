@@ -302,6 +302,8 @@ def demo(workspace: Path | None) -> None:
 def _add_supervise() -> None:
     from server.supervisor.cli import supervise_command
 
+    if supervise_command.callback is not None:
+        supervise_command.callback = _friendly(supervise_command.callback)
     main.add_command(supervise_command)
 
 

@@ -143,7 +143,9 @@ def _print(summary: dict[str, list[list[Any]]], plans: list[Any]) -> None:
         "heartbeats": ("agent", "kind", "n"),
     }
     for name, rows in summary.items():
-        table = Table(*columns[name], title=name)
+        table = Table(title=name)
+        for column in columns[name]:
+            table.add_column(column, overflow="fold")
         for row in rows:
             table.add_row(*(escape(str(v)) for v in row))
         console.print(table)

@@ -10,7 +10,7 @@ transaction. A reused idempotency key returns the first attempt only if the cont
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import BaseModel, Field
 
@@ -35,6 +35,7 @@ class ArtifactPaths(BaseModel):
     training_manifest: str | None = Field(default=None, description='JSON {"folds": {"0": [case ids trained on]}}')
 
 
+BUDGET_CLASSES = ("real", "tune", "smoke")  # DESIGN §9: only real counts for coverage, plateau and promotion
 LIMITS = {"commit": 100, "budget_class": 32, "summary": 500, "idempotency_key": 128}
 
 
@@ -44,8 +45,8 @@ class SubmitAttemptInput(BaseModel):
     declared_scores: dict[int, dict[str, float]] = Field(description="fold → {metric: value}, primary included")
     artifacts: ArtifactPaths
     lane_id: str | None = None
-    budget_class: Literal["real", "tune", "smoke"] = Field(
-        default="real", description="real counts for coverage, plateau and promotion; tune and smoke do not"
+    budget_class: str = Field(
+        default="real", description="real | tune | smoke: only real counts for coverage, plateau and promotion"
     )
     parent_attempt_id: str | None = None
     claims_improvement: list[str] = Field(default_factory=list, description="metrics claimed better than the parent")
@@ -110,6 +111,8 @@ def _check_request(ctx: ToolContext, request: SubmitAttemptInput) -> None:
         value = getattr(request, name)
         if value is not None and not 0 < len(value) <= limit:
             raise invalid(name, value, f"1 to {limit} characters")
+    if request.budget_class not in BUDGET_CLASSES:
+        raise invalid("budget_class", request.budget_class, f"one of {', '.join(BUDGET_CLASSES)}")
     k, names = ctx.folds.k, [m.name for m in ctx.contract.metrics]
     folds = request.folds
     if len(set(folds)) != len(folds) or any(not 0 <= f < k for f in folds):

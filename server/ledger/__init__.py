@@ -13,8 +13,8 @@ from server.ledger.jobs import Jobs
 from server.ledger.lanes import Lanes
 from server.ledger.notes import Notes
 from server.ledger.reviews import Reviews
-from server.ledger.workers import Workers
 from server.ledger.supervision import Supervision
+from server.ledger.workers import Workers
 
 __all__ = ["Database", "Identity", "Ledger", "Role", "utcnow"]
 

@@ -77,10 +77,29 @@ async def supervise(
 @click.option("--poll-s", default=5.0, show_default=True, help="seconds between ticks")
 @click.option("--until-done/--forever", default=True, show_default=True, help="stop when the run is done")
 @click.option("--max-s", default=None, type=float, help="stop after this many seconds")
+@click.option("--workers", "n_workers", default=0, show_default=True, help="managed workers to start (needs -w)")
+@click.option(
+    "--backend", default="scripted", show_default=True, help="worker backend: registry/worker_backends/*.yaml"
+)
 def supervise_command(
-    workspace: Path | None, server: str | None, token: str | None, poll_s: float, until_done: bool, max_s: float | None
-) -> None:
-    """Supervise a run: stages, promotion, heartbeats, finalization (DESIGN §9)."""
+    workspace: Path | None, server: str | None, token: str | None, poll_s: float, until_done: bool,
+    max_s: float | None, n_workers: int, backend: str,
+) -> None:  # fmt: skip
+    """Supervise a run: stages, promotion, heartbeats, finalization (DESIGN §9); with --workers N,
+    start and manage N headless workers of a backend (claude-code, codex, opencode, scripted …)."""
     url, secret = resolve_server(workspace, server, token)
-    report = asyncio.run(supervise(url, secret, poll_s=poll_s, until_done=until_done, max_s=max_s))
+    pool = _pool(workspace, url, backend, n_workers, secret) if n_workers else None
+    report = asyncio.run(supervise(url, secret, poll_s=poll_s, until_done=until_done, max_s=max_s, workers=pool))
     click.echo(f"supervisor stopped in stage {report.stage}")
+
+
+def _pool(workspace: Path | None, url: str, backend: str, n: int, token: str) -> Workers:
+    """Managed workers need the workspace (worktrees, tokens through the admin route)."""
+    if workspace is None:
+        raise InvalidInput("--workers: managed workers need -w DIR (their worktrees live in the workspace)")
+    from registry.loader import worker_backend
+    from server.supervisor.workers.pool import WorkerPool
+    from server.workspace import Workspace
+
+    worker_backend(backend)  # an unknown backend fails here, naming the backends there are
+    return WorkerPool(Workspace.open(workspace), url, backend, n, supervisor_token=token)

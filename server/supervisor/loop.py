@@ -27,7 +27,8 @@ ToolCaller = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 class Workers(Protocol):
     """Managed workers (server/supervisor/workers/pool.py: WorkerPool); attached agents need none."""
 
-    agents: list[str]
+    @property
+    def agents(self) -> list[str]: ...
 
     def start(self) -> None: ...
     def deliver(self, agent_id: str, prompt: str) -> None: ...

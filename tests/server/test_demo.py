@@ -1,4 +1,5 @@
-"""`amid demo` end to end, as the README's first command runs it."""
+"""`amid demo` end to end, as the README's first command runs it: server, supervisor process and three
+scripted workers; a cheat rejected for the right reason, a promotion with its reason, finalization."""
 
 from __future__ import annotations
 
@@ -10,20 +11,36 @@ from server.ledger import Ledger
 from server.workspace import Workspace
 
 
-def test_amid_demo_runs_the_whole_loop_and_the_attempt_is_accepted(tmp_path: Path) -> None:
+def test_amid_demo_runs_three_workers_a_rejection_a_promotion_and_finalization(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "server.cli", "demo", "-w", str(tmp_path / "run")],
                             capture_output=True, text=True, timeout=600)  # fmt: skip
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    assert "accepted" in result.stdout
+    for shown in ("attempts", "stages", "promotion", "final", "PRED_NOT_REPRODUCED", "no package builder"):
+        assert shown in result.stdout, shown
     workspace = Workspace.open(tmp_path / "run" / "workspace")
     ledger = Ledger(workspace.ledger_path, read_only=True)
     try:
-        board = ledger.db.fetchall("SELECT attempt_id, verified_score FROM v_leaderboard")
-        checks = ledger.db.fetchall("SELECT code FROM check_results WHERE NOT passed AND severity = 'error'")
-        notes = ledger.db.scalar("SELECT count(*) FROM notes WHERE kind = 'reflection'")
-        jobs = ledger.db.scalar("SELECT count(*) FROM jobs WHERE status = 'succeeded'")
+        board = ledger.db.fetchall("SELECT agent_id, verified_score FROM v_leaderboard ORDER BY agent_id")
+        cheat = ledger.db.fetchall("SELECT status, failed_codes FROM v_evidence WHERE agent_id = 'worker-3'")
+        stages = ledger.db.fetchall("SELECT from_stage, to_stage FROM v_stage_transitions ORDER BY transition_id")
+        promoted = ledger.db.fetchall("SELECT lane_id, reason FROM v_lane_decisions WHERE to_status = 'promoted'")
+        final = ledger.db.fetchall("SELECT attempt_id, lane_id FROM v_final_choice")
+        best = ledger.db.fetchall(
+            "SELECT attempt_id FROM v_leaderboard WHERE lane_id = ? ORDER BY verified_score DESC LIMIT 1",
+            [promoted[0]["lane_id"]] if promoted else [""],
+        )
+        beats = ledger.db.fetchall("SELECT agent_id, cause_key FROM heartbeats WHERE cause_key IS NOT NULL")
+        kinds = {r["kind"] for r in ledger.db.fetchall("SELECT DISTINCT kind FROM heartbeats")}
+        focus = ledger.db.scalar("SELECT count(DISTINCT agent_id) FROM notes WHERE kind = 'focus'")
     finally:
         ledger.close()
-    assert len(board) == 1 and board[0]["verified_score"] > 0.3
-    assert checks == []
-    assert notes == 1 and jobs == 3
+    assert [r["agent_id"] for r in board] == ["worker-1", "worker-2"]
+    assert all(r["verified_score"] > 0.3 for r in board)
+    assert cheat[0]["status"] == "rejected" and "PRED_NOT_REPRODUCED" in cheat[0]["failed_codes"]
+    assert [(r["from_stage"], r["to_stage"]) for r in stages] == [
+        ("exploration", "exploitation"), ("exploitation", "finalization"), ("finalization", "done"),
+    ]  # fmt: skip
+    assert len(promoted) == 1 and "over lane" in promoted[0]["reason"]
+    assert final == [{"attempt_id": best[0]["attempt_id"], "lane_id": promoted[0]["lane_id"]}]
+    assert len(beats) == len({(b["agent_id"], b["cause_key"]) for b in beats})
+    assert kinds == {"reflection", "consolidation", "plateau", "stage"} and focus == 3

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Any
@@ -11,6 +11,7 @@ import pytest
 
 from server.context import Services
 from server.mcp_client import call
+from server.reviewer import stop_reviewer
 from server.supervisor.loop import Supervisor
 from tests.clients import local_client
 
@@ -20,13 +21,19 @@ Make = Callable[..., Services]
 
 
 @pytest.fixture
-def tuned(services: Services) -> Make:
-    """The test's services with supervisor thresholds set (the same ledger and workspace)."""
+def tuned(services: Services) -> Iterator[Make]:
+    """The test's services with supervisor thresholds set (the same ledger and workspace); a reviewer
+    pool a request_review started is stopped before the ledger closes."""
+    made: list[Services] = []
 
     def make(**settings: Any) -> Services:
-        return replace(services, settings=services.settings.model_copy(update={**FAST, **settings}))
+        made.append(replace(services, settings=services.settings.model_copy(update={**FAST, **settings})))
+        return made[-1]
 
-    return make
+    yield make
+    for one in made:
+        if "reviewer" in one.extras:
+            stop_reviewer(one)
 
 
 @asynccontextmanager
