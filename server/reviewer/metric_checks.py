@@ -59,9 +59,7 @@ def mismatch_check(ctx: ReviewContext, plan: list[PlannedMetric], results: list[
     return ok("METRIC_MISMATCH", "every declared score matches its recomputed value within tolerance")
 
 
-def _unverified_reason(
-    results: list[FoldResult], folds: list[int], primary: str, metric: PlannedMetric | None
-) -> str:
+def _unverified_reason(results: list[FoldResult], folds: list[int], primary: str, metric: PlannedMetric | None) -> str:
     summary = next((r.summaries.get(primary) for r in results if r.fold in folds), None)
     if summary is not None:
         return "the recomputation gave no finite value (NaN), e.g. a correlation of constant predictions"

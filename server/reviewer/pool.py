@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import multiprocessing
 import os
 import queue
@@ -29,6 +30,8 @@ from server.reviewer.report import ReviewReport
 from server.reviewer.run import report_paths, worker_main
 from server.settings import Settings
 from server.workspace import Workspace
+
+LOG = logging.getLogger(__name__)
 
 STOP_GRACE_S = 5.0
 # Imported once by the fork server; every review process starts with them loaded.
@@ -135,19 +138,32 @@ class ReviewerPool:
         with contextlib.suppress(Exception):  # boot the review process now, not at the first review
             self._process(index)
         while (review_id := self._queue.get()) is not None:
-            if self._closed or not self.ledger.reviews.start(review_id):
-                continue
+            try:
+                if self._closed or not self.ledger.reviews.start(review_id):
+                    continue
+            except Exception:  # the ledger closed under us: the server is stopping; the review stays queued
+                break
             try:
                 self._review(index, review_id)
             except Exception as exc:
                 if not self._closed:
-                    self._fail(review_id, f"reviewer error: {type(exc).__name__}: {exc}")
+                    self._fail_quietly(review_id, f"reviewer error: {type(exc).__name__}: {exc}")
             with self._changed:
                 self._finished.add(review_id)
                 self._changed.notify_all()
         worker = self._processes.pop(index, None)
         if worker is not None:
             worker.stop()
+
+    def _fail_quietly(self, review_id: str, error: str) -> None:
+        """Record the failure; if the ledger itself is gone (a stop racing this thread), the review
+        is re-queued by the next start, so there is nothing to record and nothing to raise."""
+        try:
+            self._fail(review_id, error)
+        except Exception as exc:
+            LOG.warning(
+                "review %s: could not record its failure (%s); it is re-queued at the next start", review_id, exc
+            )
 
     def _review(self, index: int, review_id: str) -> None:
         job = build_job(self.ledger, self.workspace, self.settings, review_id)
