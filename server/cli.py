@@ -109,6 +109,11 @@ def init(
         f"workspace {ws.root}: task {contract.id} ({contract.task_type}, {contract.modality}), "
         f"{len(folds.case_groups)} training cases in {folds.k} locked folds"
     )
+    rule = contract.source.metadata.get("primary_metric_rule")
+    click.echo(f"primary metric: {contract.primary_metric} ({contract.primary.direction}{'; ' + rule if rule else ''})")
+    if contract.grader is not None:
+        python = ws.grader_python() or "this interpreter"
+        click.echo(f"task grader: private/{contract.grader.file}:{contract.grader.function}, run with {python}")
     _profile_now(ws)
 
 
