@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import secrets
+import signal
 import socket
 import sys
+import threading
 from collections.abc import Callable
 
 from server import runtime
@@ -45,9 +47,22 @@ def _bind(settings: Settings) -> socket.socket:
     return sock
 
 
+_STOP = threading.Event()
+
+
+def _request_stop(signum: int, frame: object) -> None:
+    """SIGTERM: stop at the next safe point (never an exception in the middle of a ledger write)."""
+    _STOP.set()
+
+
 def serve_http(settings: Settings, announce: Callable[[str], None] | None = None) -> None:
     import uvicorn
 
+    # uvicorn drains in-flight calls on SIGTERM/SIGINT, then re-raises the signal to the handler it
+    # found; ours only records it, so `run` returns and the `finally` below checkpoints the ledger
+    # and removes the marker: a `kill` or `docker stop` is a clean stop, exit 0. A SIGTERM during
+    # start-up skips serving.
+    signal.signal(signal.SIGTERM, _request_stop)
     services = _open(settings)
     try:
         sock = _bind(settings)
@@ -62,7 +77,8 @@ def serve_http(settings: Settings, announce: Callable[[str], None] | None = None
         config = uvicorn.Config(http_app(app), log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
         if announce:
             announce(url)
-        uvicorn.Server(config).run(sockets=[sock])
+        if not _STOP.is_set():
+            uvicorn.Server(config).run(sockets=[sock])
     finally:
         runtime.shutdown(services)
         clear_server_marker(services.workspace)
