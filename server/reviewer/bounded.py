@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +68,31 @@ def _tail(handle: IO[bytes]) -> str:
     size = handle.tell()
     handle.seek(max(0, size - TAIL_BYTES))
     return handle.read().decode("utf-8", errors="replace")
+
+
+def exit_with(server_pid: int, signum: int = signal.SIGTERM, poll_s: float = 0.5) -> threading.Thread:
+    """Signal this process with `signum` as soon as the server process `server_pid` is gone.
+
+    A review process is a child of the pool's forkserver, which outlives a SIGKILLed server, so the
+    kernel's parent-death signal would never come; a daemon thread polling the server's pid does the
+    same job (within `poll_s`), and the SIGTERM handler then kills the review's subprocess groups.
+    """
+
+    def watch() -> None:
+        while True:
+            time.sleep(poll_s)
+            try:
+                os.kill(server_pid, 0)
+            except ProcessLookupError:
+                os.kill(os.getpid(), signum)
+                return
+            except PermissionError:  # a pid reused by another user's process: the server is gone
+                os.kill(os.getpid(), signum)
+                return
+
+    thread = threading.Thread(target=watch, name="amid-exit-with-server", daemon=True)
+    thread.start()
+    return thread
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:

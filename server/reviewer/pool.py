@@ -43,7 +43,7 @@ class ReviewProcess:
 
     def __init__(self, mp: Any, name: str) -> None:
         self.connection, child = mp.Pipe()
-        self.process = mp.Process(target=worker_main, args=(child,), name=name, daemon=True)
+        self.process = mp.Process(target=worker_main, args=(child, os.getpid()), name=name, daemon=True)
         self.process.start()
         child.close()
         self._stopping = threading.Lock()  # the pool's close() and the worker's thread may both stop it

@@ -16,7 +16,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from server.reviewer.access import access_check
-from server.reviewer.bounded import kill_live_groups
+from server.reviewer.bounded import exit_with, kill_live_groups
 from server.reviewer.context import ReviewContext
 from server.reviewer.duplicates import duplicate_check
 from server.reviewer.fold_checks import fold_check, incomplete_check, schema_check, split_leak_check
@@ -137,11 +137,14 @@ def run_job(job_json: str) -> bool:
     return True
 
 
-def worker_main(connection: Connection) -> None:
+def worker_main(connection: Connection, server_pid: int | None = None) -> None:
     """A review process: its own process group (so the pool can kill it whole, subprocesses
-    included); takes job after job from the pool until the pool hangs up."""
+    included); takes job after job from the pool until the pool hangs up, and stops (with its
+    subprocesses) as soon as the server process is gone, even in the middle of a review."""
     os.setpgrp()
     signal.signal(signal.SIGTERM, _stop)
+    if server_pid is not None:
+        exit_with(server_pid)
     while True:
         try:
             job_json = connection.recv()
