@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from server.context import Services, ToolContext
 from server.toolkit import ALL_ROLES, Progress, ToolResult, ToolSpec
 from server.workspace import Workspace
+from tools.task.answers_layout import IMAGE_ENDINGS
 from tools.task.cases import Case, discover_cases
 from tools.task.contract import TaskContract
 from tools.task.folds import LockedFolds
@@ -36,16 +37,13 @@ def _strata(task_dir: Path, contract: TaskContract) -> dict[str, dict[str, str]]
         return {row["case_id"]: {k: v for k, v in row.items() if k != "case_id"} for row in csv.DictReader(handle)}
 
 
-IMAGE_LABEL_ENDINGS = (".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".png", ".tif", ".tiff", ".bmp", ".jpg")
-
-
 def _profile_case(task_dir: Path, case: Case, strata: dict[str, dict[str, str]], train_ids: set[str]) -> Any:
     from tools.profiling import ProfileCase
 
     # Benchmarks may reuse ids across splits (ldct-iqa: train 0000… and test 0000…).
     case_id = f"test/{case.case_id}" if case.split == "test" and case.case_id in train_ids else case.case_id
     # Label files that are not images (GeoJSON, COCO, box text, edge YAML) are not voxel statistics.
-    image_label = case.label_path is not None and case.label_path.lower().endswith(IMAGE_LABEL_ENDINGS)
+    image_label = case.label_path is not None and case.label_path.lower().endswith(IMAGE_ENDINGS)
     return ProfileCase(
         case_id=case_id,
         split=case.split,  # type: ignore[arg-type]

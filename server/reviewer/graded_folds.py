@@ -23,11 +23,11 @@ from server.reviewer.context import ReviewContext
 from server.reviewer.job import ArtifactRef
 from server.reviewer.predictions import FoldResult
 from server.reviewer.scoring import PlannedMetric
+from server.reviewer.submission_files import IMAGE_SUFFIXES
 from server.reviewer.task_grader import build_fold_answers, place_files, run_grader
 from tools.metrics import MetricSummary
 
 RANKING_KEYS = ("overall", "mean_position", "percentile")  # leaderboard positions, not metrics
-IMAGE_SUFFIXES = (".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".png", ".tif", ".tiff", ".bmp", ".jpg")
 
 
 def review_graded_fold(ctx: ReviewContext, plan: list[PlannedMetric], fold: int, need_baseline: bool) -> FoldResult:

@@ -18,8 +18,8 @@ from typing import Any
 
 from server.reviewer.agreement import LABEL_AGREEMENT
 from server.reviewer.context import ReviewContext
-from server.reviewer.replay import ReplayCase, ReplayRun, replay
-from server.reviewer.report import Check, fired, head, ok, unverifiable
+from server.reviewer.replay import ReplayCase, ReplayRun, replay, replay_failed, replay_verdict
+from server.reviewer.report import Check, unverifiable
 from server.reviewer.submission_files import agreement, case_members, read_submission, rows_agree
 
 CODE = "PRED_NOT_REPRODUCED"
@@ -42,14 +42,11 @@ def graded_reproduction_check(ctx: ReviewContext) -> Check:
         with replay(ctx, cases, "validation", fold=fold) as run:
             last = run
             if not run.succeeded:
-                why = run.failure(ctx.job.replay_timeout_s)
-                return fired(CODE, f"the inference command failed on the validation replay ({why}): "
-                             f"{run.outcome.stderr_tail.strip()[-200:]}", cases=sample, seed=seed,
-                             **run.evidence())  # fmt: skip
+                return replay_failed(ctx, run, sample, seed)
             compared += [_compare(ctx, fold, case, frozen[case], run.outputs) for case in sample]
     if last is None:
         return unverifiable(CODE, "no frozen prediction of a validation case to compare a replay with", seed=seed)
-    return _verdict(compared, seed, last)
+    return replay_verdict(compared, seed, last)
 
 
 def _frozen(ctx: ReviewContext, fold: int) -> dict[str, Any]:
@@ -82,16 +79,3 @@ def _compare(ctx: ReviewContext, fold: int, case_id: str, frozen: Any, outputs: 
     name = frozen.member or frozen.declared_path
     value, threshold = agreement(ctx, outputs / member, ctx.path(frozen), name)
     return {**item, "agreement": round(value, 6), "threshold": threshold}
-
-
-def _verdict(compared: list[dict[str, Any]], seed: int, run: ReplayRun) -> Check:
-    evidence = {"cases": head(compared), "n_cases": len(compared), "seed": seed, "sandbox": run.sandbox,
-                "argv": run.argv, "replay_seconds": round(run.outcome.seconds, 2)}  # fmt: skip
-    differing = [c for c in compared if c["agreement"] < c["threshold"]]
-    if differing:
-        first = differing[0]
-        return fired(CODE, f"{len(differing)} of {len(compared)} replayed cases differ from the frozen predictions "
-                     f"(first: fold {first['fold']} {first['case_id']}, agreement {first['agreement']:.3f} "
-                     f"< {first['threshold']})", n_differing=len(differing), **evidence)  # fmt: skip
-    low = min(c["agreement"] for c in compared)
-    return ok(CODE, f"the replay reproduces all {len(compared)} sampled cases (lowest agreement {low:.4f})", **evidence)

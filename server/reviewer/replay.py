@@ -36,8 +36,10 @@ from typing import Any
 from server.repo import detached_worktree
 from server.reviewer.bounded import Outcome, run_bounded
 from server.reviewer.context import ReviewContext
+from server.reviewer.report import Check, fired, head, ok
 from server.sandbox import Mounts, SandboxKind, SandboxUnavailable, placeholders, replay_env, resolve_kind, wrap
 
+CODE = "PRED_NOT_REPRODUCED"
 STDERR_EVIDENCE = 1500
 RELATIVE = re.compile(r"(?:\.\./)+(?:task|private|worktrees|artifacts|repo)(?:/|\b)")  # from a worktree
 NETWORK = re.compile(
@@ -145,3 +147,24 @@ def _findings(ctx: ReviewContext, purpose: str, outcome: Outcome) -> list[dict[s
                     found.append({"source": f"{purpose} replay", "file": stream, "line": number, "kind": kind,
                                   "match": match.group(0), "text": line.strip()[:200]})  # fmt: skip
     return found
+
+
+def replay_failed(ctx: ReviewContext, run: ReplayRun, cases: list[str], seed: int) -> Check:
+    """PRED_NOT_REPRODUCED for a validation replay that failed or timed out."""
+    why = run.failure(ctx.job.replay_timeout_s)
+    return fired(CODE, f"the inference command failed on the validation replay ({why}): "
+                 f"{run.outcome.stderr_tail.strip()[-200:]}", cases=cases, seed=seed, **run.evidence())  # fmt: skip
+
+
+def replay_verdict(compared: list[dict[str, Any]], seed: int, run: ReplayRun) -> Check:
+    """PRED_NOT_REPRODUCED from per-case comparisons ({fold, case_id, agreement, threshold, …})."""
+    evidence = {"cases": head(compared), "n_cases": len(compared), "seed": seed, "sandbox": run.sandbox,
+                "argv": run.argv, "replay_seconds": round(run.outcome.seconds, 2)}  # fmt: skip
+    differing = [c for c in compared if c["agreement"] < c["threshold"]]
+    if differing:
+        first = differing[0]
+        return fired(CODE, f"{len(differing)} of {len(compared)} replayed cases differ from the frozen predictions "
+                     f"(first: fold {first['fold']} {first['case_id']}, agreement {first['agreement']:.3f} "
+                     f"< {first['threshold']})", n_differing=len(differing), **evidence)  # fmt: skip
+    low = min(c["agreement"] for c in compared)
+    return ok(CODE, f"the replay reproduces all {len(compared)} sampled cases (lowest agreement {low:.4f})", **evidence)

@@ -25,8 +25,8 @@ from server.reviewer.context import ReviewContext
 from server.reviewer.graded_replay import graded_reproduction_check
 from server.reviewer.images import read_volume
 from server.reviewer.predictions import case_of
-from server.reviewer.replay import ReplayCase, ReplayRun, replay
-from server.reviewer.report import Check, fired, head, ok, unverifiable
+from server.reviewer.replay import ReplayCase, replay, replay_failed, replay_verdict
+from server.reviewer.report import Check, fired, unverifiable
 from server.reviewer.scoring import foreground_labels
 from server.reviewer.tabular import columns, read_rows
 from server.reviewer.task_grader import scores_folds
@@ -56,9 +56,9 @@ def reproduction_check(ctx: ReviewContext) -> Check:
         cases = [case for fold in folds for case in sample[fold]]
         with replay(ctx, [_inputs(ctx, case) for case in cases], "validation", fold=folds[0]) as run:
             if not run.succeeded:
-                return _failed(ctx, run, cases, seed)
+                return replay_failed(ctx, run, cases, seed)
             compared += [_compare(ctx, fold, case, run.outputs) for fold in folds for case in sample[fold]]
-    return _verdict(compared, seed, run)
+    return replay_verdict(compared, seed, run)
 
 
 def sample_cases(ctx: ReviewContext, seed: int) -> dict[int, list[str]]:
@@ -129,22 +129,3 @@ def _compare_row(ctx: ReviewContext, fold: int, case_id: str, outputs: Path) -> 
     same = values_agree(replayed.get(case_id), frozen)
     return {"fold": fold, "case_id": case_id, "agreement": 1.0 if same else 0.0, "threshold": 1.0,
             "replayed": replayed.get(case_id), "frozen": frozen}  # fmt: skip
-
-
-def _failed(ctx: ReviewContext, run: ReplayRun, cases: list[str], seed: int) -> Check:
-    why = run.failure(ctx.job.replay_timeout_s)
-    return fired(CODE, f"the inference command failed on the validation replay ({why}): "
-                 f"{run.outcome.stderr_tail.strip()[-200:]}", cases=cases, seed=seed, **run.evidence())  # fmt: skip
-
-
-def _verdict(compared: list[dict[str, Any]], seed: int, run: ReplayRun) -> Check:
-    evidence = {"cases": head(compared), "n_cases": len(compared), "seed": seed, "sandbox": run.sandbox,
-                "argv": run.argv, "replay_seconds": round(run.outcome.seconds, 2)}  # fmt: skip
-    differing = [c for c in compared if c["agreement"] < c["threshold"]]
-    if differing:
-        first = differing[0]
-        return fired(CODE, f"{len(differing)} of {len(compared)} replayed cases differ from the frozen predictions "
-                     f"(first: fold {first['fold']} {first['case_id']}, agreement {first['agreement']:.3f} "
-                     f"< {first['threshold']})", n_differing=len(differing), **evidence)  # fmt: skip
-    low = min(c["agreement"] for c in compared)
-    return ok(CODE, f"the replay reproduces all {len(compared)} sampled cases (lowest agreement {low:.4f})", **evidence)

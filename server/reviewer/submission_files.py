@@ -14,8 +14,9 @@ from server.errors import DataUnreadable
 from server.reviewer.agreement import LABEL_AGREEMENT, label_agreement, value_agreement, values_agree
 from server.reviewer.context import ReviewContext
 from server.reviewer.images import read_volume
+from tools.task.answers_layout import IMAGE_ENDINGS
 
-IMAGE_SUFFIXES = (".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".png", ".tif", ".tiff", ".bmp", ".jpg")
+IMAGE_SUFFIXES = IMAGE_ENDINGS  # files a prediction may be an image in
 LABEL_TASKS = ("segmentation", "instance_segmentation")
 
 

@@ -100,12 +100,50 @@ def _build(
     competition = str(_require(config, "competition_type", "config.yaml"))
     task_type = _task_type(competition, directions, layout)
     primary, why = _primary(config, directions, folder, primary_metric)
-    rel_answers = "answers/" + answers.relative_to(private_src).as_posix()
-    rel_answers_dir = (
-        "answers/" + answers_dir.relative_to(private_src).as_posix() if answers_dir != private_src else "answers"
-    )
     sample_header, _ = read_rows(sample)
     file_column = _file_column(sample)
+    grader = _grader_entry(folder, config, private_src, answers, answers_dir)
+    metadata = {str(k): v for k, v in (config.get("metadata") or {}).items() if isinstance(v, (str, int, float))}
+    data = {
+        "id": re.sub(r"[^a-z0-9._-]+", "-", task_id.lower()),
+        "title": str(config.get("name") or task_id),
+        "description": _description(folder, config) or str(config.get("description") or ""),
+        "modality": infer_modality(
+            " ".join(str(v) for v in (metadata.get("modality"), config.get("name"), config.get("description")) if v)
+        ),
+        "anatomy": str(metadata.get("anatomy") or "unspecified"),
+        "task_type": task_type,
+        "layout": _layout_entry(layout, sample_rel),
+        "metrics": [{"name": n, "direction": d} for n, d in directions.items()],
+        "primary_metric": primary,
+        "prediction": {"file_type": _file_type(sample, file_column, layout.label_ending), "csv_columns": sample_header},
+        "submission": {
+            "columns": sample_header,
+            "id_column": layout.id_column,
+            "file_column": file_column,
+            "sample_submission": sample_rel,
+        },
+        "grader": {
+            **grader,
+            "id_column": layout.id_column,
+            "fold_answers": [{k: v for k, v in c.items() if k != "input"} for c in layout.answer_columns],
+            "metric_keys": list(directions),
+        },
+        "source": {
+            "format": "mle_bench" if grader["module"].startswith("mlebench.") else "rex_mle",
+            "origin": str(folder),
+            "metadata": {**metadata, "competition_type": competition, "primary_metric_rule": why},
+        },
+    }
+    contract: TaskContract = parse_contract(data, source_file="config.yaml")
+    private = [(private_src, "answers"), (folder, "grader")]
+    return ImportedTask(contract, [(public_src, public)], private, contract.description)
+
+
+def _grader_entry(
+    folder: Path, config: dict[str, Any], private_src: Path, answers: Path, answers_dir: Path
+) -> dict[str, str]:
+    """`grader.grade_fn` as the file of the challenge folder it names, and where its answers go."""
     grade_fn = str(((config.get("grader") or {}).get("grade_fn")) or "")
     module, _, function = grade_fn.partition(":")
     if not module or not function:
@@ -119,59 +157,31 @@ def _build(
             "folder that holds the grader file, unchanged",
             field="grader.grade_fn",
         )
-    metadata = {str(k): v for k, v in (config.get("metadata") or {}).items() if isinstance(v, (str, int, float))}
-    ending = ending_of(layout.train_images[0].replace("{case}", "x"))
-    data = {
-        "id": re.sub(r"[^a-z0-9._-]+", "-", task_id.lower()),
-        "title": str(config.get("name") or task_id),
-        "description": _description(folder, config) or str(config.get("description") or ""),
-        "modality": infer_modality(
-            " ".join(str(v) for v in (metadata.get("modality"), config.get("name"), config.get("description")) if v)
-        ),
-        "anatomy": str(metadata.get("anatomy") or "unspecified"),
-        "task_type": task_type,
-        "layout": {
-            "train_images": str(PurePosixPath(layout.train_images[0]).parent),
-            "test_images": str(PurePosixPath(layout.test_images[0]).parent) if layout.test_images else None,
-            "labels_table": layout.labels_table,
-            "file_ending": ending,
-            "channels": layout.channels,
-            "case_files": {
-                "train_images": layout.train_images,
-                "train_label": layout.train_label,
-                "test_images": layout.test_images,
-                "test_ids_table": sample_rel,
-                "test_id_column": layout.id_column,
-            },
-        },
-        "metrics": [{"name": n, "direction": d} for n, d in directions.items()],
-        "primary_metric": primary,
-        "prediction": {"file_type": _file_type(sample, file_column, layout.label_ending), "csv_columns": sample_header},
-        "submission": {
-            "columns": sample_header,
-            "id_column": layout.id_column,
-            "file_column": file_column,
-            "sample_submission": sample_rel,
-        },
-        "grader": {
-            "file": f"grader/{grader_file}",
-            "function": function,
-            "module": module,
-            "answers": rel_answers,
-            "answers_dir": rel_answers_dir,
-            "id_column": layout.id_column,
-            "fold_answers": [{k: v for k, v in c.items() if k != "input"} for c in layout.answer_columns],
-            "metric_keys": list(directions),
-        },
-        "source": {
-            "format": "mle_bench" if module.startswith("mlebench.") else "rex_mle",
-            "origin": str(folder),
-            "metadata": {**metadata, "competition_type": competition, "primary_metric_rule": why},
+    answers_rel = answers_dir.relative_to(private_src).as_posix()
+    return {
+        "file": f"grader/{grader_file}",
+        "function": function,
+        "module": module,
+        "answers": "answers/" + answers.relative_to(private_src).as_posix(),
+        "answers_dir": "answers" if answers_rel == "." else f"answers/{answers_rel}",
+    }
+
+
+def _layout_entry(layout: InferredLayout, sample_rel: str) -> dict[str, Any]:
+    return {
+        "train_images": str(PurePosixPath(layout.train_images[0]).parent),
+        "test_images": str(PurePosixPath(layout.test_images[0]).parent) if layout.test_images else None,
+        "labels_table": layout.labels_table,
+        "file_ending": ending_of(layout.train_images[0].replace("{case}", "x")),
+        "channels": layout.channels,
+        "case_files": {
+            "train_images": layout.train_images,
+            "train_label": layout.train_label,
+            "test_images": layout.test_images,
+            "test_ids_table": sample_rel,
+            "test_id_column": layout.id_column,
         },
     }
-    contract: TaskContract = parse_contract(data, source_file="config.yaml")
-    private = [(private_src, "answers"), (folder, "grader")]
-    return ImportedTask(contract, [(public_src, public)], private, contract.description)
 
 
 def benchmark_label_adapters(task_id: str) -> dict[str, dict[str, Any]]:
