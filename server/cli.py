@@ -304,15 +304,22 @@ def demo(workspace: Path | None) -> None:
     run_demo(workspace)
 
 
-def _add_supervise() -> None:
-    from server.supervisor.cli import supervise_command
-
-    if supervise_command.callback is not None:
-        supervise_command.callback = _friendly(supervise_command.callback)
-    main.add_command(supervise_command)
+# Commands that live in their own modules ("module:attribute"); each is imported when `amid` starts.
+COMMAND_MODULES = ("server.supervisor.cli:supervise_command",)
 
 
-_add_supervise()
+def _add_commands() -> None:
+    import importlib
+
+    for spec in COMMAND_MODULES:
+        module, _, name = spec.partition(":")
+        command = getattr(importlib.import_module(module), name)
+        if command.callback is not None:
+            command.callback = _friendly(command.callback)
+        main.add_command(command)
+
+
+_add_commands()
 
 
 @main.group()
