@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -40,6 +43,28 @@ def services(workspace: Workspace) -> Iterator[Services]:
     ledger = Ledger(workspace.ledger_path)
     yield Services(settings=Settings(workspace=workspace.root, port=0), workspace=workspace, ledger=ledger)
     ledger.close()
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    root: Path  # what `amid demo -w ROOT` built: ROOT/challenge, ROOT/workspace
+    stdout: str
+    stderr: str
+
+    @property
+    def workspace(self) -> Path:
+        return self.root / "workspace"
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
+    """`amid demo` run once per session, as the README runs it (a real subprocess). Read-only: tests
+    that change the run copy `demo_run.root` first (with symlinks=True)."""
+    root = tmp_path_factory.mktemp("demo") / "run"
+    result = subprocess.run([sys.executable, "-m", "server.cli", "demo", "-w", str(root)],
+                            capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return DemoRun(root, result.stdout, result.stderr)
 
 
 @pytest.fixture

@@ -3,21 +3,15 @@ scripted workers; a cheat rejected for the right reason, a promotion with its re
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 from server.ledger import Ledger
 from server.workspace import Workspace
+from tests.conftest import DemoRun
 
 
-def test_amid_demo_runs_three_workers_a_rejection_a_promotion_and_finalization(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "server.cli", "demo", "-w", str(tmp_path / "run")],
-                            capture_output=True, text=True, timeout=600)  # fmt: skip
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    for shown in ("attempts", "stages", "promotion", "final", "PRED_NOT_REPRODUCED", "no package builder"):
-        assert shown in result.stdout, shown
-    workspace = Workspace.open(tmp_path / "run" / "workspace")
+def test_amid_demo_runs_three_workers_a_rejection_a_promotion_and_finalization(demo_run: DemoRun) -> None:
+    for shown in ("attempts", "stages", "promotion", "final", "PRED_NOT_REPRODUCED"):
+        assert shown in demo_run.stdout, shown
+    workspace = Workspace.open(demo_run.workspace)
     ledger = Ledger(workspace.ledger_path, read_only=True)
     try:
         board = ledger.db.fetchall("SELECT agent_id, verified_score FROM v_leaderboard ORDER BY agent_id")
