@@ -12,6 +12,7 @@ from typing import Any
 from server.context import Services
 from server.errors import InvalidInput
 from server.ledger import Ledger
+from server.report import build_report
 from server.workspace import Workspace
 
 
@@ -71,6 +72,7 @@ ACTIONS: dict[str, Callable[[Ledger, Workspace, dict[str, Any]], dict[str, Any]]
     "token_list": lambda ledger, ws, body: token_list(ledger),
     "token_revoke": lambda ledger, ws, body: token_revoke(ledger, str(body.get("name"))),
     "audit": lambda ledger, ws, body: audit(ledger, ws),
+    "report": lambda ledger, ws, body: {"html": build_report(ledger, ws)},
 }
 SLOW_ACTIONS = {"audit": 3600.0}  # seconds the CLI waits for the server; others get DEFAULT_WAIT_S
 DEFAULT_WAIT_S = 30.0

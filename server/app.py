@@ -22,6 +22,7 @@ from server.context import Services
 from server.errors import AmidError
 from server.ledger import Identity, Ledger
 from server.protocol import INSTRUCTIONS
+from server.report.dashboard import add_dashboard_route
 from server.settings import Settings
 from server.toolkit import ToolSpec, register
 from server.workspace import Workspace
@@ -102,6 +103,7 @@ def build_app(services: Services, *, local_identity: Identity | None = None, wit
     for spec in tool_specs():
         register(mcp, spec, services, local_identity)
     _add_routes(mcp, services)
+    add_dashboard_route(mcp, services)  # GET /dashboard: the report, live, for a human token
     return App(mcp=mcp, services=services)
 
 

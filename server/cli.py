@@ -305,7 +305,10 @@ def demo(workspace: Path | None) -> None:
 
 
 # Commands that live in their own modules ("module:attribute"); each is imported when `amid` starts.
-COMMAND_MODULES = ("server.supervisor.cli:supervise_command",)
+COMMAND_MODULES = (
+    "server.supervisor.cli:supervise_command",
+    "server.report.cli:report_command",
+)
 
 
 def _add_commands() -> None:

@@ -1,0 +1,114 @@
+"""The report page: a header with the run's facts, the plots, the tables, inline CSS; nothing external."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from server.report import plots, tables, timeplots
+from server.report.markup import Markup, el, void
+from server.report.queries import RunData, as_time
+
+CSS = """
+body{font:14px/1.4 system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;background:#f6f7f9;color:#222}
+header{background:#1d2b3a;color:#fff;padding:14px 24px}header h1{margin:0 0 4px;font-size:20px}
+header .sub{opacity:.85}dl.facts{display:flex;flex-wrap:wrap;gap:6px 22px;margin:10px 0 0}
+dl.facts div{min-width:90px}dl.facts dt{font-size:11px;text-transform:uppercase;opacity:.7}
+dl.facts dd{margin:0;font-size:16px;font-weight:600}main{padding:16px 24px}
+h2{font-size:16px;margin:18px 0 8px}.plots{display:flex;flex-wrap:wrap;gap:14px}
+.panel{background:#fff;border:1px solid #dde1e6;border-radius:6px;padding:10px 12px;max-width:640px}
+.panel h3{margin:0 0 6px;font-size:14px}.panel.table{max-width:none}.no-data{color:#8a6d3b;background:#fcf8e3;
+padding:24px;border-radius:4px;text-align:center;min-width:400px}.caption{color:#666;font-size:12px;margin:4px 0 0}
+svg text{font-size:11px;fill:#333}.tick{fill:#666}.x-label,.y-label{font-size:12px;fill:#222}
+.axis{stroke:#444}.grid{stroke:#eee}.identity{stroke:#999;stroke-dasharray:5 4}.edge{stroke:#888;stroke-width:1.5}
+.legend{font-size:12px;color:#444}.key{margin-right:12px;white-space:nowrap}
+.key i{display:inline-block;width:10px;height:10px;margin-right:4px;border-radius:2px}
+table{border-collapse:collapse;font-size:13px}th,td{border-bottom:1px solid #eee;padding:3px 10px;text-align:left}
+th{background:#f0f2f5}footer{color:#777;font-size:12px;padding:8px 24px 20px}code{font-size:12px}
+"""
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What the page states about the run besides the ledger: the task, and where its package is."""
+
+    title: str
+    task_id: str
+    metric: str
+    direction: str
+    package_dir: Path
+    package: dict[str, Any] | None
+
+
+def _wall_time(run: RunData) -> str:
+    start, end = as_time(run.state.get("started_at")), run.last_event
+    if start is None or end is None:
+        return "-"
+    seconds = int(max((end - start).total_seconds(), 0))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}h {rest // 60:02d}m" if hours else f"{rest // 60}m {rest % 60:02d}s"
+
+
+def _fact(label: str, value: object, key: str) -> Markup:
+    return el("div", el("dt", label), el("dd", str(value), data_fact=key))
+
+
+def header(run: RunData, facts: RunFacts) -> Markup:
+    counts = run.counts
+    attempts = counts.get("attempts", {})
+    by_status = ", ".join(f"{n} {status}" for status, n in sorted(attempts.items())) or "none"
+    items = [
+        _fact("stage", run.state.get("stage") or "exploration", "stage"),
+        _fact("primary metric", f"{facts.metric} ({facts.direction.replace('_', ' ')})", "metric"),
+        _fact("wall time", _wall_time(run), "wall-time"),
+        _fact("started (UTC)", str(run.state.get("started_at") or "-")[:19].replace("T", " "), "started"),
+        _fact("agents", counts.get("agents", {}).get("agent", 0), "agents"),
+        _fact("lanes", sum(counts.get("lanes", {}).values()), "lanes"),
+        _fact("attempts", sum(attempts.values()), "attempts"),
+        _fact("accepted", attempts.get("accepted", 0), "accepted"),
+        _fact("reviews", sum(counts.get("reviews", {}).values()), "reviews"),
+        _fact("jobs", sum(counts.get("jobs", {}).values()), "jobs"),
+        _fact("heartbeats", sum(counts.get("heartbeats", {}).values()), "heartbeats"),
+        _fact("notes", sum(counts.get("notes", {}).values()), "notes"),
+    ]
+    sub = f"task {facts.task_id} · attempts by status: {by_status}"
+    return el("header", el("h1", facts.title), el("div", sub, class_="sub"), el("dl", items, class_="facts"))
+
+
+PLOTS = (
+    timeplots.score_over_time,
+    plots.lane_coverage,
+    timeplots.agent_timeline,
+    plots.check_failures,
+    plots.declared_vs_verified,
+    plots.holdout_vs_validation,
+    plots.lineage,
+)
+
+
+def render(run: RunData, facts: RunFacts, *, generated_at: datetime, refresh_s: int | None = None) -> str:
+    """The whole page as one HTML string; `refresh_s` makes the browser reload it (the dashboard)."""
+    head = [
+        void("meta", charset="utf-8"),
+        void("meta", name="viewport", content="width=device-width, initial-scale=1"),
+        void("meta", http_equiv="refresh", content=str(refresh_s)) if refresh_s else None,
+        el("title", f"AMID report: {facts.title}"),
+        el("style", Markup(CSS)),
+    ]
+    main = el(
+        "main",
+        el("h2", "Plots"),
+        el("div", [plot(run) for plot in PLOTS], class_="plots"),
+        el("h2", "Tables"),
+        tables.leaderboard_table(run),
+        tables.package_table(run, facts.package, facts.package_dir),
+        tables.lanes_table(run),
+        tables.notes_table(run),
+    )
+    stamp = generated_at.strftime("%Y-%m-%d %H:%M:%S")
+    refresh = f"; reloads every {refresh_s} s" if refresh_s else ""
+    footer = el("footer", f"generated {stamp} UTC from the run's ledger by amid report{refresh}", id="generated")
+    page = el("html", el("head", head), el("body", header(run, facts), main, footer), lang="en")
+    return "<!DOCTYPE html>\n" + page + "\n"

@@ -1,0 +1,118 @@
+"""What the report reads from the ledger: one SELECT per figure or table, through one query function.
+
+Every query goes through `Query`, a function from SQL to rows: in the server it is the ledger's
+read-only path (`Database.read_only_query`: a parsed single SELECT with a row cap), so the report
+runs what a human's `amid sql` may run and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from server.ledger import Ledger
+
+Row = dict[str, Any]
+Query = Callable[[str], list[Row]]
+ROW_LIMIT = 50_000
+
+
+def ledger_query(ledger: Ledger) -> Query:
+    """Rows of one read-only SELECT on the ledger, as dicts."""
+
+    def run(sql: str) -> list[Row]:
+        columns, rows = ledger.db.read_only_query(sql, ROW_LIMIT)
+        return [dict(zip(columns, row, strict=True)) for row in rows]
+
+    return run
+
+
+def _state(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
+
+
+SQL: dict[str, str] = {
+    "state": "SELECT key, value FROM run_state WHERE key IN ('task_id', 'stage', 'started_at', 'primary_metric', "
+    "'primary_direction')",
+    "counts": "SELECT 'attempts' AS what, status::VARCHAR AS status, count(*) AS n FROM attempts GROUP BY ALL "
+    "UNION ALL SELECT 'lanes', status, count(*) FROM lanes GROUP BY ALL "
+    "UNION ALL SELECT 'reviews', status, count(*) FROM reviews GROUP BY ALL "
+    "UNION ALL SELECT 'jobs', status, count(*) FROM jobs GROUP BY ALL "
+    "UNION ALL SELECT 'agents', role, count(*) FROM agents GROUP BY ALL "
+    "UNION ALL SELECT 'notes', kind, count(*) FROM notes GROUP BY ALL "
+    "UNION ALL SELECT 'heartbeats', kind, count(*) FROM heartbeats GROUP BY ALL",
+    "last_event": "SELECT max(occurred_at) AS at FROM events",
+    "evidence": "SELECT attempt_id, agent_id, lane_id, status::VARCHAR AS status, budget_class, created_at, "
+    "reviewed_at, verified_score, n_folds, failed_codes FROM v_evidence ORDER BY created_at, attempt_id",
+    "lanes": "SELECT l.lane_id, l.title, l.tier, l.status, l.rank, s.n_attempts, s.n_accepted, s.n_rejected, "
+    "s.n_revoked FROM lanes l JOIN v_lane_summary s USING (lane_id) ORDER BY l.rank DESC, l.lane_id",
+    "attempts": "SELECT attempt_id, agent_id, lane_id, status::VARCHAR AS status, parent_attempt_id, created_at "
+    "FROM attempts ORDER BY created_at, attempt_id",
+    "reviews": "SELECT r.review_id, r.attempt_id, r.requested_by, r.requested_at, r.finished_at, r.verdict "
+    "FROM reviews r ORDER BY r.requested_at",
+    "heartbeats": "SELECT heartbeat_id, agent_id, kind, created_at FROM heartbeats ORDER BY created_at",
+    "failed_checks": "SELECT code, severity, count(*) AS n FROM v_failed_checks GROUP BY ALL ORDER BY n DESC, code",
+    "declared_verified": "SELECT d.attempt_id, d.fold, d.value AS declared, v.value AS verified, "
+    "a.status::VARCHAR AS status FROM metrics d JOIN metrics v ON v.attempt_id = d.attempt_id "
+    "AND v.fold = d.fold AND v.metric = d.metric AND v.source = 'reviewer' AND v.scope = 'fold' "
+    "JOIN attempts a ON a.attempt_id = d.attempt_id "
+    "WHERE d.source = 'agent' AND d.scope = 'fold' AND d.metric = {metric} ORDER BY d.attempt_id, d.fold",
+    "holdout": "SELECT e.attempt_id, e.lane_id, e.status::VARCHAR AS status, e.verified_score AS validation, "
+    "h.value AS holdout FROM v_evidence e JOIN metrics h ON h.attempt_id = e.attempt_id AND h.source = 'reviewer' "
+    "AND h.scope = 'holdout' AND h.metric = {metric} WHERE e.verified_score IS NOT NULL ORDER BY e.attempt_id",
+    "leaderboard": "SELECT attempt_id, agent_id, lane_id, commit_sha, verified_score, n_folds FROM v_leaderboard",
+    "final": "SELECT attempt_id, lane_id, verified_score, reason, package_path, decided_at FROM v_final_choice "
+    "ORDER BY choice_id DESC LIMIT 1",
+    "notes": "SELECT note_id, agent_id, kind, lane_id, title, created_at FROM notes ORDER BY note_id DESC LIMIT 12",
+}
+
+
+@dataclass(frozen=True)
+class RunData:
+    """Everything the page shows, read in one pass (rows as the ledger returned them)."""
+
+    state: dict[str, Any]
+    counts: dict[str, dict[str, int]]
+    last_event: datetime | None
+    tables: dict[str, list[Row]]
+
+    @property
+    def higher_better(self) -> bool:
+        return self.state.get("primary_direction") != "lower_better"
+
+    @property
+    def metric(self) -> str:
+        return str(self.state.get("primary_metric") or "primary metric")
+
+    def best(self, values: list[float]) -> float:
+        return max(values) if self.higher_better else min(values)
+
+
+def _sql_string(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def load_run(query: Query) -> RunData:
+    """Read the run for the report through `query`."""
+    state = {row["key"]: _state(row["value"]) for row in query(SQL["state"])}
+    metric = _sql_string(str(state.get("primary_metric") or ""))
+    counts: dict[str, dict[str, int]] = {}
+    for row in query(SQL["counts"]):
+        counts.setdefault(row["what"], {})[str(row["status"])] = int(row["n"])
+    tables = {
+        name: query(sql.replace("{metric}", metric))
+        for name, sql in SQL.items()
+        if name not in {"state", "counts", "last_event"}
+    }
+    last = query(SQL["last_event"])
+    return RunData(state=state, counts=counts, last_event=last[0]["at"] if last else None, tables=tables)
+
+
+def as_time(value: Any) -> datetime | None:
+    """A ledger time (datetime, or ISO text when it came through JSON) as a naive UTC datetime."""
+    if value is None or isinstance(value, datetime):
+        return value
+    return datetime.fromisoformat(str(value))
