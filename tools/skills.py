@@ -1,39 +1,76 @@
-"""Skills: reusable procedures as SKILL.md folders in memory/skills/ (seeded ones plus agents' own)."""
+"""Skills: reusable procedures as SKILL.md folders in memory/skills/ (seeded ones plus agents' own).
+
+Seeded skills (author `amid`) are the product's `skills/` folder copied at `amid init`; they have no
+ledger rows and no agent may replace or shadow them. An agent's skill keeps every version: the text
+of version N in `memory/skills/<name>/versions/<N>.md`, SKILL.md beside it a copy of the latest, and
+one ledger row per version (author, version, sha256, time). A save is all or nothing: its files are
+written inside the ledger transaction and removed again if that transaction fails.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
 from pydantic import BaseModel, Field
 
 from server.context import ToolContext
-from server.errors import Conflict, NotFound
+from server.errors import Conflict, DataUnreadable, NotFound, invalid
+from server.ledger.skills import NewSkillVersion, SkillVersion
 from server.toolkit import ALL_ROLES, WORKERS, ToolResult, ToolSpec
 
 FRONT_MATTER = re.compile(r"^---\nname: (?P<name>.+)\ndescription: (?P<description>.+)\n(?:.*\n)*?---\n", re.M)
 SKILL_NAME = r"^[a-z0-9][a-z0-9-]{1,47}$"
+SEED_AUTHOR = "amid"
+KEY_CHARS = 128
 
 
 class SkillInfo(BaseModel):
     name: str
     description: str
     author: str
+    version: int
+
+
+def name_key(name: str) -> str:
+    """What two names must not share: `amid-loop`, `amidloop` and `amid--loop` are one skill."""
+    return re.sub(r"[^0-9a-z]", "", name.casefold())
 
 
 def _skills_dir(ctx: ToolContext) -> Path:
     return ctx.workspace.memory_dir / "skills"
 
 
-def _read(path: Path) -> tuple[SkillInfo, str]:
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class FileSkill:
+    """A SKILL.md with no ledger rows: seeded (no author line) or saved before skills had versions."""
+
+    info: SkillInfo
+    text: str
+    has_author_line: bool
+
+
+def _read_file(path: Path) -> FileSkill:
     text = path.read_text(encoding="utf-8")
     match = FRONT_MATTER.match(text)
-    author_match = re.search(r"^author: (.+)$", text, re.M)
-    author = author_match.group(1) if author_match else "amid"
+    author = re.search(r"^author: (.+)$", match.group(0), re.M) if match else None
     name = match.group("name") if match else path.parent.name
     description = match.group("description") if match else "(no description)"
-    return SkillInfo(name=name, description=description, author=author), text
+    info = SkillInfo(name=name, description=description, author=author.group(1) if author else SEED_AUTHOR, version=1)
+    return FileSkill(info, text, author is not None)
+
+
+def _info(row: SkillVersion) -> SkillInfo:
+    return SkillInfo(name=row.name, description=row.description, author=row.author, version=row.version)
 
 
 class ListSkillsInput(BaseModel):
@@ -45,12 +82,18 @@ class ListSkillsResult(ToolResult):
 
 
 def list_skills(ctx: ToolContext, request: ListSkillsInput) -> ListSkillsResult:
-    """List the run's skills: name and when to read each (description)."""
-    return ListSkillsResult(skills=[_read(p)[0] for p in sorted(_skills_dir(ctx).glob("*/SKILL.md"))])
+    """List the run's skills: name, when to read it, author, latest version."""
+    saved = ctx.ledger.skills.all_latest()
+    skills = []
+    for path in sorted(_skills_dir(ctx).glob("*/SKILL.md")):
+        row = saved.get(path.parent.name)
+        skills.append(_info(row) if row else _read_file(path).info)
+    return ListSkillsResult(skills=skills)
 
 
 class GetSkillInput(BaseModel):
     name: Annotated[str, Field(pattern=SKILL_NAME)]
+    version: Annotated[int | None, Field(ge=1)] = None
 
 
 class GetSkillResult(ToolResult):
@@ -59,38 +102,141 @@ class GetSkillResult(ToolResult):
 
 
 def get_skill(ctx: ToolContext, request: GetSkillInput) -> GetSkillResult:
-    """Read one skill's full text."""
+    """Read a skill's full text: the latest version, or the `version` named."""
+    versions = ctx.ledger.skills.versions(request.name)
+    if versions:
+        row = ctx.ledger.skills.get(request.name, request.version or versions[-1])
+        if row is None:
+            raise NotFound(f"version: {request.name!r} has versions {versions}", field="version")
+        return GetSkillResult(skill=_info(row), text=_verified_text(ctx, row))
     path = _skills_dir(ctx) / request.name / "SKILL.md"
     if not path.is_file():
         raise NotFound(f"name: no skill {request.name!r}; see list_skills", field="name")
-    info, text = _read(path)
-    return GetSkillResult(skill=info, text=text)
+    if request.version not in (None, 1):
+        raise NotFound(f"version: {request.name!r} has only version 1", field="version")
+    found = _read_file(path)
+    return GetSkillResult(skill=found.info, text=found.text)
+
+
+def _verified_text(ctx: ToolContext, row: SkillVersion) -> str:
+    path = ctx.workspace.root / row.path
+    data = path.read_bytes() if path.is_file() else b""
+    if hashlib.sha256(data).hexdigest() != row.sha256:
+        raise DataUnreadable(
+            f"version: {row.path} is missing or changed since {row.author} saved it (sha256 {row.sha256[:12]}); "
+            f"read another version of {row.name!r}",
+            field="version",
+        )
+    return data.decode("utf-8")
 
 
 class SaveSkillInput(BaseModel):
     name: Annotated[str, Field(pattern=SKILL_NAME, description="lowercase-with-dashes")]
     description: Annotated[str, Field(min_length=10, max_length=300, description="when to read it")]
     body: Annotated[str, Field(min_length=20, max_length=20000, description="markdown procedure")]
+    idempotency_key: str | None = None
 
 
 class SaveSkillResult(ToolResult):
     name: str
+    version: int
     path: str
+    created: bool
 
 
 def save_skill(ctx: ToolContext, request: SaveSkillInput) -> SaveSkillResult:
-    """Save a reusable procedure as a skill for every agent; you may update only skills you wrote."""
-    folder = _skills_dir(ctx) / request.name
-    path = folder / "SKILL.md"
-    if path.is_file() and _read(path)[0].author != ctx.caller.agent_id:
-        raise Conflict(f"name: skill {request.name!r} exists and is not yours; choose another name", field="name")
-    folder.mkdir(parents=True, exist_ok=True)
-    front = f"---\nname: {request.name}\ndescription: {request.description}\nauthor: {ctx.caller.agent_id}\n---\n\n"
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(front + request.body.rstrip() + "\n", encoding="utf-8")
-    tmp.replace(path)
-    ctx.ledger.activity.log("skill_saved", agent_id=ctx.caller.agent_id, subject_type="skill", subject_id=request.name)
-    return SaveSkillResult(name=request.name, path=ctx.workspace.relative(path))
+    """Save a procedure as a skill for all agents; saving again adds a version. Only its author may update it."""
+    key = request.idempotency_key
+    if key is not None and not 0 < len(key) <= KEY_CHARS:
+        raise invalid("idempotency_key", key, f"1 to {KEY_CHARS} characters")
+    if "\n" in request.description or "\r" in request.description:
+        raise invalid("description", request.description, "one line saying when to read the skill")
+    _check_not_file_skill(ctx, request.name)
+    new = NewSkillVersion(
+        name=request.name, name_key=name_key(request.name), author=ctx.caller.agent_id,
+        description=request.description.strip(), idempotency_key=request.idempotency_key,
+        content={field: _digest(getattr(request, field)) for field in ("name", "description", "body")},
+    )  # fmt: skip
+    files = VersionFiles(ctx, request)
+    try:
+        row, created = ctx.ledger.skills.add(new, files.write)
+    except BaseException:
+        files.undo()
+        raise
+    if created:
+        ctx.ledger.activity.log("skill_saved", agent_id=row.author, subject_type="skill", subject_id=row.name,
+                                payload={"version": row.version, "sha256": row.sha256})  # fmt: skip
+    skill_md = ctx.workspace.relative(_skills_dir(ctx) / row.name / "SKILL.md")
+    return SaveSkillResult(name=row.name, version=row.version, path=skill_md, created=created)
+
+
+def _check_not_file_skill(ctx: ToolContext, name: str) -> None:
+    """Seeded skills (and any SKILL.md without ledger rows) are not agents' to replace or shadow."""
+    saved = ctx.ledger.skills.all_latest()
+    key = name_key(name)
+    for path in sorted(_skills_dir(ctx).glob("*/SKILL.md")):
+        folder = path.parent.name
+        if folder in saved or name_key(folder) != key:
+            continue
+        found = _read_file(path)
+        if folder == name and found.has_author_line and found.info.author == ctx.caller.agent_id:
+            continue  # the caller's own skill from before versions: its next save is version 1
+        what = "a seeded skill" if not found.has_author_line else f"a skill of {found.info.author}"
+        shadow = "is" if folder == name else f"is too close to {folder!r},"
+        raise Conflict(f"name: {name!r} {shadow} {what} and is not yours; choose a distinct name", field="name")
+
+
+class VersionFiles:
+    """The files of one save: versions/<N>.md and the SKILL.md copy, each replaced atomically."""
+
+    def __init__(self, ctx: ToolContext, request: SaveSkillInput) -> None:
+        self.ctx, self.request = ctx, request
+        self.folder = _skills_dir(ctx) / request.name
+        self.written: list[Path] = []
+        self.previous: bytes | None = None
+        self.made_folder = False
+
+    def write(self, version: int) -> tuple[str, str]:
+        text = self._text(version)
+        if not self.folder.is_dir():
+            self.folder.mkdir(parents=True)
+            self.made_folder = True
+        target = self.folder / "versions" / f"{version}.md"
+        target.parent.mkdir(exist_ok=True)
+        self._replace(target, text)
+        skill_md = self.folder / "SKILL.md"
+        self.previous = skill_md.read_bytes() if skill_md.is_file() else None
+        self._replace(skill_md, text)
+        return self.ctx.workspace.relative(target), _digest(text)
+
+    def _text(self, version: int) -> str:
+        r = self.request
+        front = f"---\nname: {r.name}\ndescription: {r.description.strip()}\nauthor: {self.ctx.caller.agent_id}\n"
+        return f"{front}version: {version}\n---\n\n{r.body.strip()}\n"
+
+    def _replace(self, target: Path, text: str) -> None:
+        handle, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                out.write(text)
+            os.replace(tmp, target)
+        except OSError as exc:
+            Path(tmp).unlink(missing_ok=True)
+            where = self.ctx.workspace.relative(target)
+            raise Conflict(f"name: could not write {where} ({exc.strerror}); nothing was saved", field="name") from None
+        self.written.append(target)
+
+    def undo(self) -> None:
+        """Put the files back as they were before this save (the ledger rolled back its row)."""
+        for path in reversed(self.written):
+            if path.name == "SKILL.md" and self.previous is not None:
+                path.write_bytes(self.previous)
+            else:
+                path.unlink(missing_ok=True)
+        if self.made_folder:
+            for folder in (self.folder / "versions", self.folder):
+                if folder.is_dir() and not any(folder.iterdir()):
+                    folder.rmdir()
 
 
 LIST = ToolSpec("list_skills", "List skills", ListSkillsInput, ListSkillsResult, list_skills, roles=ALL_ROLES,

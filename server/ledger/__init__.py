@@ -13,6 +13,7 @@ from server.ledger.jobs import Jobs
 from server.ledger.lanes import Lanes
 from server.ledger.notes import Notes
 from server.ledger.reviews import Reviews
+from server.ledger.skills import Skills
 from server.ledger.supervision import Supervision
 from server.ledger.workers import Workers
 
@@ -35,6 +36,7 @@ class Ledger:
         self.audits = Audits(self.db)
         self.workers = Workers(self.db)
         self.supervision = Supervision(self.db)
+        self.skills = Skills(self.db)
 
     def counts_by_status(self, table: str) -> dict[str, int]:
         if table not in STATUS_TABLES:
