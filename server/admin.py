@@ -65,6 +65,14 @@ def audit(ledger: Ledger, workspace: Workspace) -> dict[str, Any]:
     return run_audit(ledger, workspace).model_dump(mode="json")
 
 
+def package_action(name: str, ledger: Ledger, workspace: Workspace, body: dict[str, Any]) -> dict[str, Any]:
+    """The final package's actions (server/package/actions.py): finalize, package_record."""
+    from server.package import actions
+
+    result: dict[str, Any] = getattr(actions, name)(ledger, workspace, body)
+    return result
+
+
 ACTIONS: dict[str, Callable[[Ledger, Workspace, dict[str, Any]], dict[str, Any]]] = {
     "status": lambda ledger, ws, body: status(ledger),
     "sql": lambda ledger, ws, body: sql(ledger, str(body.get("query", "")), int(body.get("limit", 1000))),
@@ -72,9 +80,11 @@ ACTIONS: dict[str, Callable[[Ledger, Workspace, dict[str, Any]], dict[str, Any]]
     "token_list": lambda ledger, ws, body: token_list(ledger),
     "token_revoke": lambda ledger, ws, body: token_revoke(ledger, str(body.get("name"))),
     "audit": lambda ledger, ws, body: audit(ledger, ws),
+    "finalize": lambda ledger, ws, body: package_action("finalize", ledger, ws, body),
+    "package_record": lambda ledger, ws, body: package_action("package_record", ledger, ws, body),
     "report": lambda ledger, ws, body: {"html": build_report(ledger, ws)},
 }
-SLOW_ACTIONS = {"audit": 3600.0}  # seconds the CLI waits for the server; others get DEFAULT_WAIT_S
+SLOW_ACTIONS = {"audit": 3600.0, "finalize": 3600.0}  # seconds the CLI waits for the server; others get DEFAULT_WAIT_S
 DEFAULT_WAIT_S = 30.0
 
 

@@ -21,6 +21,7 @@ from server import __version__
 from server.context import Services
 from server.errors import AmidError
 from server.ledger import Identity, Ledger
+from server.package.finalize import build_package
 from server.protocol import INSTRUCTIONS
 from server.report.dashboard import add_dashboard_route
 from server.settings import Settings
@@ -100,6 +101,7 @@ def build_app(services: Services, *, local_identity: Identity | None = None, wit
         auth=auth,
     )
     services.extras.setdefault("profile_provider", profile_data.provide_profile)  # the lane planner's input
+    services.extras.setdefault("build_package", build_package)  # choose_final builds package/ (server/package)
     for spec in tool_specs():
         register(mcp, spec, services, local_identity)
     _add_routes(mcp, services)

@@ -307,6 +307,8 @@ def demo(workspace: Path | None) -> None:
 # Commands that live in their own modules ("module:attribute"); each is imported when `amid` starts.
 COMMAND_MODULES = (
     "server.supervisor.cli:supervise_command",
+    "server.package.cli:finalize_command",
+    "server.package.cli:verify_package_command",
     "server.report.cli:report_command",
 )
 

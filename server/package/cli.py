@@ -1,0 +1,80 @@
+"""`amid finalize` and `amid verify-package` (registered in server/cli.py COMMAND_MODULES)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+workspace_required = click.option(
+    "--workspace", "-w", type=click.Path(path_type=Path), envvar="AMID_WORKSPACE", required=True,
+    help="the run's workspace folder (or AMID_WORKSPACE)",
+)  # fmt: skip
+
+
+@click.command("finalize")
+@workspace_required
+@click.option("--attempt", "attempt_id", default=None, help="the attempt to package [the final choice, else the best]")
+@click.option("--force", is_flag=True, help="replace a final choice or package of another attempt; rebuild")
+@click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
+def finalize_command(workspace: Path, attempt_id: str | None, force: bool, as_json: bool) -> None:
+    """Record the final attempt (accepted, real, holdout-gated, on a promoted or challenger lane;
+    default: the supervisor's choice, else the best verified primary metric) and build package/."""
+    from server.local_client import call
+    from server.workspace import Workspace
+
+    ws = Workspace.open(workspace)
+    result = call(ws, "finalize", {"attempt_id": attempt_id, "force": force})
+    if as_json:
+        click.echo(json.dumps(result, indent=1))
+        return
+    verb = "built" if result["built"] else "kept (already built)"
+    click.echo(f"final attempt {result['attempt_id']} (choice {result['choice_id']}"
+               f"{', replaced the earlier choice' if result['replaced'] else ''}); package {verb}: "
+               f"{ws.root / result['path']}")  # fmt: skip
+    click.echo(f"{result['n_files']} files, {result['size_bytes']} bytes, manifest sha256 {result['manifest_sha256']}")
+
+
+@click.command("verify-package")
+@click.argument("package_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.option("--workspace", "-w", type=click.Path(path_type=Path), default=None,
+              help="the run's workspace: also check the ledger's record, the code, re-score, re-grade")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="print the checks as JSON")
+def verify_package_command(package_dir: Path, workspace: Path | None, as_json: bool) -> None:
+    """Re-hash every file of a package against its manifest and, with -w, against the ledger; re-score
+    the predictions and re-run the task's grader on the submission. Exit 1 naming what failed."""
+    from server.package.verify import verify_package
+
+    ws, record = _workspace_and_record(workspace)
+    report = verify_package(package_dir, ws, record)
+    if as_json:
+        click.echo(json.dumps({**report.model_dump(), "passed": report.passed}, indent=1))
+    else:
+        _print(report)
+    if not report.passed:
+        sys.exit(1)
+
+
+def _workspace_and_record(workspace: Path | None) -> tuple[Any, Any]:
+    if workspace is None:
+        return None, None
+    from server.local_client import call
+    from server.workspace import Workspace
+
+    ws = Workspace.open(workspace)
+    return ws, lambda attempt_id: call(ws, "package_record", {"attempt_id": attempt_id})
+
+
+def _print(report: Any) -> None:
+    click.echo(f"{'check':<22} {'result':<8} detail")
+    for check in report.checks:
+        click.echo(f"{check.name:<22} {check.status:<8} {check.detail}")
+    failed = [c for c in report.checks if c.status == "failed"]
+    if failed:
+        named = sorted({f for c in failed for f in c.files})
+        click.echo(f"package {report.package}: FAILED ({', '.join(c.name for c in failed)}); files: {', '.join(named)}")
+    else:
+        click.echo(f"package {report.package} of {report.attempt_id}: all checks passed")

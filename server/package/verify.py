@@ -1,0 +1,158 @@
+"""`amid verify-package`: is this the package the server built, and do its numbers hold?
+
+Without a workspace: every file re-hashed against manifest.json (missing, extra and changed files
+named), manifest.json against manifest.sha256, and the manifest's own consistency (artifact
+hashes, scores, review). With the workspace (`-w`) also what an editor of files AND hashes cannot
+fake: manifest.json against the sha256 the ledger recorded for the build, the ledger's artifact
+hashes, verified scores and commit, code/ against the commit in the server's commit store, the
+predictions re-scored with the reviewer's own code, and the task's grader on the submission.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from server.package.builder import read_manifest
+from server.package.layout import MANIFEST, MANIFEST_HASH, UNLISTED, entry, manifest_digest, tree_files
+from server.workspace import Workspace
+
+SCORE_TOLERANCE = 1e-9
+
+
+class PackageCheck(BaseModel):
+    name: str
+    status: str = Field(description="passed | failed | skipped")
+    detail: str
+    files: list[str] = Field(default_factory=list, description="package files the failure names")
+
+
+class VerifyReport(BaseModel):
+    package: str
+    attempt_id: str | None
+    checks: list[PackageCheck]
+
+    @property
+    def passed(self) -> bool:
+        return all(c.status != "failed" for c in self.checks)
+
+
+def passed(name: str, detail: str) -> PackageCheck:
+    return PackageCheck(name=name, status="passed", detail=detail)
+
+
+def failed(name: str, detail: str, files: list[str]) -> PackageCheck:
+    return PackageCheck(name=name, status="failed", detail=detail, files=files)
+
+
+def skipped(name: str, detail: str) -> PackageCheck:
+    return PackageCheck(name=name, status="skipped", detail=detail)
+
+
+def verify_package(
+    package_dir: Path, workspace: Workspace | None, ledger_record: Callable[[str], dict[str, Any]] | None = None
+) -> VerifyReport:
+    """Every check; `ledger_record(attempt_id)` reads the ledger's record (through the server when it runs)."""
+    manifest = read_manifest(package_dir)
+    if manifest is None:
+        check = failed("manifest", f"{MANIFEST} is missing or not a JSON object in {package_dir}", [MANIFEST])
+        return VerifyReport(package=str(package_dir), attempt_id=None, checks=[check])
+    checks = [
+        manifest_hash_check(package_dir),
+        files_check(package_dir, manifest),
+        consistency_check(package_dir, manifest),
+    ]
+    if workspace is None:
+        why = "needs -w WORKSPACE (the ledger, the labels and the private answers)"
+        checks += [skipped(name, why) for name in ("ledger", "code", "re-score", "grader")]
+    else:
+        from server.package import workspace_checks
+
+        record = ledger_record(str(manifest.get("attempt_id"))) if ledger_record else {}
+        checks += workspace_checks.run(package_dir, manifest, workspace, record)
+    return VerifyReport(package=str(package_dir), attempt_id=manifest.get("attempt_id"), checks=checks)
+
+
+def manifest_hash_check(package_dir: Path) -> PackageCheck:
+    digest = manifest_digest((package_dir / MANIFEST).read_bytes())
+    path = package_dir / MANIFEST_HASH
+    recorded = path.read_text(encoding="utf-8").split()[0] if path.is_file() and path.read_text().strip() else None
+    if recorded is None:
+        return failed("manifest hash", f"{MANIFEST_HASH} is missing or empty", [MANIFEST_HASH])
+    if recorded != digest:
+        return failed("manifest hash", f"{MANIFEST} has sha256 {digest[:16]}…, {MANIFEST_HASH} says {recorded[:16]}…",
+                      [MANIFEST])  # fmt: skip
+    return passed("manifest hash", f"{MANIFEST} matches {MANIFEST_HASH} ({digest[:16]}…)")
+
+
+def files_check(package_dir: Path, manifest: dict[str, Any]) -> PackageCheck:
+    listed = {str(f.get("path")): f for f in manifest.get("files", []) if isinstance(f, dict)}
+    present = [rel for rel in tree_files(package_dir) if rel not in UNLISTED]
+    missing = sorted(
+        rel for rel in listed if not (package_dir / rel).is_file() and not (package_dir / rel).is_symlink()
+    )
+    extra = sorted(rel for rel in present if rel not in listed)
+    changed = sorted(rel for rel in listed if rel not in missing and _differs(package_dir, rel, listed[rel]))
+    if missing or extra or changed:
+        parts = [f"{label}: {', '.join(names[:20])}" for label, names in
+                 (("missing", missing), ("extra", extra), ("changed", changed)) if names]  # fmt: skip
+        return failed("files", "; ".join(parts), [*missing, *extra, *changed])
+    return passed("files", f"{len(listed)} files match their sha256 and size")
+
+
+def _differs(package_dir: Path, rel: str, known: dict[str, Any]) -> bool:
+    found = entry(package_dir, rel)
+    return found["sha256"] != known.get("sha256") or found["size_bytes"] != known.get("size_bytes")
+
+
+def consistency_check(package_dir: Path, manifest: dict[str, Any]) -> PackageCheck:
+    """The manifest agrees with itself: artifact hashes with file hashes, scores and review with its header."""
+    files = {str(f.get("path")): f.get("sha256") for f in manifest.get("files", []) if isinstance(f, dict)}
+    wrong = [str(a["path"]) for a in manifest.get("artifacts", []) if files.get(str(a.get("path"))) != a.get("sha256")]
+    wrong += _scores_disagree(package_dir, manifest) + _review_disagrees(package_dir, manifest)
+    if wrong:
+        return failed("manifest consistency", f"the manifest disagrees with: {', '.join(wrong[:20])}", wrong)
+    return passed("manifest consistency", "artifact hashes, scores.json and review.json agree with the manifest")
+
+
+def _scores_disagree(package_dir: Path, manifest: dict[str, Any]) -> list[str]:
+    scores = _json(package_dir / "scores.json")
+    if not isinstance(scores, dict) or scores.get("attempt_id") != manifest.get("attempt_id"):
+        return ["scores.json"]
+    means, claimed = scores.get("mean") or {}, manifest.get("verified_metrics") or {}
+    return [] if same_numbers(means, claimed) else ["scores.json"]
+
+
+def _review_disagrees(package_dir: Path, manifest: dict[str, Any]) -> list[str]:
+    review = _json(package_dir / "review.json")
+    keys = (("attempt_id", "attempt_id"), ("commit", "commit"), ("verdict", "verdict"), ("review_id", "review_id"))
+    if not isinstance(review, dict) or any(review.get(r) != manifest.get(m) for r, m in keys):
+        return ["review.json"]
+    return []
+
+
+def same_numbers(left: dict[str, Any], right: dict[str, Any]) -> bool:
+    if set(left) != set(right):
+        return False
+    return all(_close(left[k], right[k]) for k in left)
+
+
+def _close(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    a, b = float(a), float(b)
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    return abs(a - b) <= SCORE_TOLERANCE * max(1.0, abs(a), abs(b))
+
+
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
