@@ -1,5 +1,5 @@
 # The two commands of the README: `make demo` and `make test`. Both set up a fresh machine first.
-.PHONY: setup demo test test-only lint bench
+.PHONY: setup demo test test-only lint bench reliability-figures
 
 setup:
 	bash .ci/setup
@@ -19,3 +19,10 @@ lint:
 bench:
 	.venv/bin/python benchmarks/serve_ready.py
 	.venv/bin/python benchmarks/tools_list_size.py
+
+# The crash, attack and fuzz suites at full size, then the README's figures table from their results.
+reliability-figures:
+	PYTHONUTF8=1 .venv/bin/python benchmarks/reliability/crash.py
+	PYTHONUTF8=1 .venv/bin/python benchmarks/reliability/attacks.py
+	test ! -f benchmarks/reliability/fuzz.py || PYTHONUTF8=1 .venv/bin/python benchmarks/reliability/fuzz.py
+	.venv/bin/python benchmarks/reliability/figures.py

@@ -31,7 +31,7 @@ def resolve_commit(repo_dir: Path, rev: str) -> str | None:
     """The full hash of a commit-ish (hash, abbreviated hash, branch), or None if it is not there."""
     import git
 
-    if rev.startswith("-") or not rev.strip() or not repo_dir.is_dir():
+    if rev.startswith("-") or not rev.strip() or "\x00" in rev or not repo_dir.is_dir():
         return None
     try:
         with git.Repo(repo_dir) as repo:
