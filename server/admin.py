@@ -38,9 +38,27 @@ def status(ledger: Ledger, services: Services | None = None) -> dict[str, Any]:
     }
 
 
-def sql(ledger: Ledger, query: str, limit: int = 1000) -> dict[str, Any]:
-    columns, rows = ledger.db.read_only_query(query, limit)
-    return {"columns": columns, "rows": [[_jsonable(v) for v in row] for row in rows]}
+def sql(ledger: Ledger, body: dict[str, Any]) -> dict[str, Any]:
+    """One human SELECT on the ledger's read path (server/ledger/readonly.py), one page of rows."""
+    params = body.get("params") or []
+    if not isinstance(params, list):
+        raise InvalidInput(f"params: got {params!r}; expected a list of values for ? placeholders", field="params")
+    page = ledger.db.human_query(
+        str(body.get("query", "")),
+        params,
+        limit=_number(body, "limit", int, 1000),
+        offset=_number(body, "offset", int, 0),
+        time_limit_s=_number(body, "time_limit_s", float, 10.0),
+    )
+    rows = [[_jsonable(v) for v in row] for row in page.rows]
+    return {"columns": page.columns, "rows": rows, "offset": page.offset, "has_more": page.has_more}
+
+
+def _number(body: dict[str, Any], name: str, kind: type[int] | type[float], default: float) -> Any:
+    value = body.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInput(f"{name}: got {value!r}; expected a number", field=name)
+    return kind(value)
 
 
 def token_create(ledger: Ledger, name: str, role: str) -> dict[str, Any]:
@@ -75,7 +93,7 @@ def package_action(name: str, ledger: Ledger, workspace: Workspace, body: dict[s
 
 ACTIONS: dict[str, Callable[[Ledger, Workspace, dict[str, Any]], dict[str, Any]]] = {
     "status": lambda ledger, ws, body: status(ledger),
-    "sql": lambda ledger, ws, body: sql(ledger, str(body.get("query", "")), int(body.get("limit", 1000))),
+    "sql": lambda ledger, ws, body: sql(ledger, body),
     "token_create": lambda ledger, ws, body: token_create(ledger, str(body.get("name")), str(body.get("role"))),
     "token_list": lambda ledger, ws, body: token_list(ledger),
     "token_revoke": lambda ledger, ws, body: token_revoke(ledger, str(body.get("name"))),
@@ -84,7 +102,8 @@ ACTIONS: dict[str, Callable[[Ledger, Workspace, dict[str, Any]], dict[str, Any]]
     "package_record": lambda ledger, ws, body: package_action("package_record", ledger, ws, body),
     "report": lambda ledger, ws, body: {"html": build_report(ledger, ws)},
 }
-SLOW_ACTIONS = {"audit": 3600.0, "finalize": 3600.0}  # seconds the CLI waits for the server; others get DEFAULT_WAIT_S
+# seconds the CLI waits for the server (sql: its longest time limit); others get DEFAULT_WAIT_S
+SLOW_ACTIONS = {"audit": 3600.0, "sql": 130.0, "finalize": 3600.0}
 DEFAULT_WAIT_S = 30.0
 
 

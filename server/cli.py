@@ -218,19 +218,32 @@ def status(workspace: Path, as_json: bool) -> None:
 @click.argument("query")
 @workspace_option
 @click.option("--json", "as_json", is_flag=True, help="print JSON rows")
-@click.option("--limit", default=1000, show_default=True, help="most rows to return")
+@click.option("--csv", "as_csv", is_flag=True, help="print CSV with a header row")
+@click.option("--limit", default=1000, show_default=True, help="most rows to return (a page)")
+@click.option("--offset", default=0, show_default=True, help="rows to skip first (the next page)")
+@click.option("--time-limit", default=10.0, show_default=True, help="seconds before the query is stopped")
 @_friendly
-def sql(query: str, workspace: Path, as_json: bool, limit: int) -> None:
-    """Run one read-only SELECT against the ledger (through the server when it runs)."""
-    from server.local_client import call
+def sql(query: str, workspace: Path, as_json: bool, as_csv: bool, limit: int, offset: int, time_limit: float) -> None:
+    """Run one read-only SELECT against a snapshot of the ledger (through the server when it runs).
+    Files, writes, settings and sequences are refused; see README "Querying the ledger"."""
+    from server import queries
+    from server.errors import InvalidInput
+    from server.ledger.readonly import SqlRefused
 
-    result = call(_workspace(workspace), "sql", {"query": query, "limit": limit})
-    if as_json:
-        click.echo(json.dumps([dict(zip(result["columns"], r, strict=True)) for r in result["rows"]], indent=1))
+    paging: dict[str, Any] = {"limit": limit, "offset": offset, "time_limit_s": time_limit}
+    try:
+        result = queries.page(_workspace(workspace), query, (), **paging)
+    except SqlRefused as exc:  # the server's answer carries the code already; say it here too
+        raise InvalidInput(f"{exc.code}: {exc.message}", field="sql") from None
+    columns, rows = result["columns"], result["rows"]
+    more = f"more rows: run again with --offset {offset + len(rows)}" if result["has_more"] else ""
+    if as_json or as_csv:
+        click.echo(queries.as_json(columns, rows) if as_json else queries.as_csv(columns, rows))
+        if more:
+            click.echo(f"amid: {more}", err=True)
         return
-    click.echo("\t".join(result["columns"]))
-    for row in result["rows"]:
-        click.echo("\t".join("" if v is None else str(v) for v in row))
+    click.echo(queries.as_table(columns, rows))
+    click.echo(f"({len(rows)} row{'' if len(rows) == 1 else 's'}{'; ' + more if more else ''})")
 
 
 @main.command()

@@ -3,11 +3,13 @@
 DuckDB allows one read-write process per file; a second server on the same workspace fails at
 `open` with DuckDB's lock error, which we turn into a message naming the holder. Inside the
 process every statement goes through one connection guarded by a re-entrant lock: tool calls are
-small and rare next to GPU hours, and one writer keeps ordering simple.
+small and rare next to GPU hours, and one writer keeps ordering simple. Human SQL never runs on
+that connection: it reads a snapshot on its own DuckDB instance (server/ledger/readonly.py).
 """
 
 from __future__ import annotations
 
+import shutil
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -18,9 +20,8 @@ from typing import Any
 
 import duckdb
 
-from server.errors import Conflict, InvalidInput
-
-READ_ONLY_STATEMENTS = {"SELECT"}  # not EXPLAIN: EXPLAIN ANALYZE runs its statement
+from server.errors import Conflict
+from server.ledger import readonly
 
 
 def utcnow() -> datetime:
@@ -48,8 +49,10 @@ class Database:
         self._lock = threading.RLock()
         if not read_only:
             self._migrate()
+        self._human_reads = readonly.Snapshots(path, self.snapshot_to, path.parent / ".amid" / "snapshots")
 
     def close(self) -> None:
+        self._human_reads.close()
         with self._lock:
             self._con.close()
 
@@ -97,21 +100,22 @@ class Database:
             row = self._con.execute(sql, list(params)).fetchone()
         return row[0] if row else None
 
-    def read_only_query(self, sql: str, limit: int = 1000) -> tuple[list[str], list[tuple[Any, ...]]]:
-        """Run one SELECT for a human; refuse anything else by its parsed statement type."""
+    def read_only_query(self, sql: str, limit: int = readonly.DEFAULT_LIMIT) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """Run one SELECT for a human on the read path (see human_query); columns and rows."""
+        page = self.human_query(sql, limit=limit)
+        return page.columns, page.rows
+
+    def human_query(self, sql: str, params: Sequence[Any] = (), **page: Any) -> readonly.QueryPage:
+        """One SELECT on a fresh snapshot, never on this connection (limit, offset, time_limit_s)."""
+        return self._human_reads.query(sql, params, **page)
+
+    def snapshot_to(self, target: Path) -> readonly.ChangeKey:
+        """Copy the ledger to `target` as of now; the file's change key at the copy."""
         with self._lock:
-            try:
-                statements = self._con.extract_statements(sql)
-            except duckdb.Error as exc:
-                raise InvalidInput(f"sql: does not parse ({exc})", field="sql") from None
-            if len(statements) != 1:
-                raise InvalidInput(f"sql: got {len(statements)} statements; expected exactly one", field="sql")
-            kind = statements[0].type.name
-            if kind not in READ_ONLY_STATEMENTS:
-                raise InvalidInput(f"sql: {kind} statements are refused; only SELECT is allowed", field="sql")
-            try:
-                cursor = self._con.execute(sql)
-            except duckdb.Error as exc:
-                raise InvalidInput(f"sql: {exc}", field="sql") from None
-            columns = [d[0] for d in cursor.description or []]
-            return columns, cursor.fetchmany(limit)
+            if not self.read_only:
+                self._con.execute("CHECKPOINT")  # everything committed is in the main file
+            shutil.copyfile(self.path, target)
+            wal = self.path.with_name(self.path.name + ".wal")
+            if wal.is_file():  # read-only: no CHECKPOINT; the copy replays the WAL when opened
+                shutil.copyfile(wal, target.with_name(target.name + ".wal"))
+            return readonly.change_key(self.path)

@@ -110,7 +110,7 @@ def test_cli_status_and_sql_go_through_the_running_server(running: Running) -> N
 
     status = cli("status")
     assert status.returncode == 0 and "stage exploration" in status.stdout
-    rows = cli("sql", "SELECT agent_id, role FROM agents WHERE agent_id = 'boss'")
-    assert rows.stdout.splitlines() == ["agent_id\trole", "boss\tsupervisor"]
+    rows = cli("sql", "SELECT agent_id, role FROM agents WHERE agent_id = 'boss'", "--csv")
+    assert rows.stdout.splitlines() == ["agent_id,role", "boss,supervisor"]
     refused = cli("sql", "DELETE FROM events")
     assert refused.returncode == 2 and "DELETE statements are refused" in refused.stderr
