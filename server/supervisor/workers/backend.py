@@ -78,7 +78,7 @@ def _toml_table(name: str, table: Any) -> str:
 def session_id_in(backend: WorkerBackend, event: Mapping[str, Any]) -> str | None:
     """The session id an event of the CLI's JSON output names, if any."""
     for rule in backend.session_id:
-        if all(str(event.get(k)) == v for k, v in rule.match.items()):
+        if _matches(event, rule.match):
             value = _dotted(event, rule.field)
             if isinstance(value, str) and value:
                 return value
@@ -87,7 +87,12 @@ def session_id_in(backend: WorkerBackend, event: Mapping[str, Any]) -> str | Non
 
 def is_result(backend: WorkerBackend, event: Mapping[str, Any]) -> bool:
     marker = backend.result_event
-    return marker is not None and all(str(event.get(k)) == v for k, v in marker.items())
+    return marker is not None and _matches(event, marker)
+
+
+def _matches(event: Mapping[str, Any], fields: Mapping[str, str]) -> bool:
+    """Every field (a dotted path reaches into nested objects: `part.reason`) has the given value."""
+    return all(str(_dotted(event, k)) == v for k, v in fields.items())
 
 
 def _dotted(event: Mapping[str, Any], path: str) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,12 @@ from tests.server.test_real_clients import _binary
 
 pytestmark = [pytest.mark.slow, pytest.mark.external]
 HEARTBEAT = "HEARTBEAT reflection: your attempt was reviewed; post a note on what you learned."
+
+
+@pytest.fixture(scope="module")
+def codex() -> Path:
+    """The CLI, found before the server starts (a missing one skips the test with the reason)."""
+    return Path(_binary("codex"))
 
 
 def _texts(request: dict) -> str:
@@ -41,9 +48,8 @@ def _provider(url: str) -> list[str]:
 
 
 def test_codex_worker_calls_get_task_with_its_token_and_resumes_its_session_with_a_heartbeat(
-    running: Running,
+    codex: Path, running: Running
 ) -> None:
-    codex = Path(_binary("codex"))
     prefix = codex.parent.parent.parent if codex.parent.name == ".bin" else None
     with ResponsesEndpoint() as endpoint:
         real = worker_backend("codex")
@@ -83,6 +89,12 @@ def test_codex_worker_calls_get_task_with_its_token_and_resumes_its_session_with
             (running.workspace.root / "codex-resume-transcript.json").write_text(
                 json.dumps(resumed[0]["input"], indent=1)
             )
+            shutil.rmtree(worker.home / ".codex" / "sessions")  # the rollout is gone: resuming it must fail
+            pool.deliver(agent, HEARTBEAT)
+            third = wait_for(pool, lambda ev: len(named(ev, "exited", agent)) >= 2, timeout_s=180)
+            assert [e["exit_class"] for e in named(third, "exited")] == ["session_error", "clean"], third
+            assert named(third, "started", agent)  # afresh, with the task prompt
+            assert worker.session_id not in (None, session)
         finally:
             pool.stop()
     calls = call(

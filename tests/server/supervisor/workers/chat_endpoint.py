@@ -1,0 +1,109 @@
+"""A scripted OpenAI Chat Completions endpoint: the true edge for a real OpenCode worker (offline).
+
+OpenCode's `@ai-sdk/openai-compatible` provider (bundled in the CLI: nothing is downloaded) POSTs
+`{baseURL}/chat/completions` with `stream: true`, the MCP tools listed as `<server>_<tool>`. The first
+turn of a conversation answers with a `tool_calls` chunk for the AMID `get_task` tool; a turn whose
+last message is that tool's result, or whose last user message is a heartbeat, ends with a short text
+(so does OpenCode's title request, which offers no tools). The stream carries `chat.completion.chunk`
+events, a usage chunk and `[DONE]`. Every request body is kept, so a test can read what the CLI sent.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+TOOL = "get_task"
+
+
+def content_text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    return " ".join(str(part.get("text", "")) for part in content or [] if isinstance(part, dict))
+
+
+def _amid_tool(body: dict[str, Any]) -> str | None:
+    names = [t.get("function", {}).get("name", "") for t in body.get("tools", [])]
+    return next((n for n in names if n.endswith(TOOL) and "amid" in n), None)
+
+
+def _wants_tool(body: dict[str, Any]) -> str | None:
+    messages = body.get("messages", [])
+    last = messages[-1] if messages else {}
+    if last.get("role") != "user" or "HEARTBEAT" in content_text(last):
+        return None
+    return _amid_tool(body)
+
+
+def _chunk(n: int, model: str, delta: dict[str, Any], finish: str | None, **extra: Any) -> bytes:
+    event = {
+        "id": f"chatcmpl-{n}",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}] if delta or finish else [],
+        **extra,
+    }
+    return f"data: {json.dumps(event)}\n\n".encode()
+
+
+def _stream(body: dict[str, Any], n: int) -> bytes:
+    model = str(body.get("model", "scripted"))
+    tool = _wants_tool(body)
+    if tool is not None:
+        call = {
+            "index": 0,
+            "id": f"call_{n}",
+            "type": "function",
+            "function": {"name": tool, "arguments": json.dumps({"include_case_ids": False})},
+        }
+        first, finish = {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls"
+    else:
+        first, finish = {"role": "assistant", "content": "Done."}, "stop"
+    usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+    return b"".join(
+        [
+            _chunk(n, model, first, None),
+            _chunk(n, model, {}, finish),
+            _chunk(n, model, {}, None, usage=usage),
+            b"data: [DONE]\n\n",
+        ]
+    )
+
+
+class ChatEndpoint:
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        endpoint = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                return
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    self.send_error(404, f"scripted endpoint: no {self.path}")
+                    return
+                endpoint.requests.append(body)
+                payload = _stream(body, len(endpoint.requests))
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> ChatEndpoint:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
