@@ -45,27 +45,35 @@ def _segment(frame: Frame, row: int, start: float, length: float, fill: str, tip
 def lane_coverage(run: RunData) -> Markup:
     plot_id, title = "plot-lane-coverage", "Lane coverage and states: attempts by verdict"
     lanes = run.tables["lanes"]
-    if not lanes:
-        return empty_panel(plot_id, title, "no lane is planned yet (the first lane call plans the portfolio)")
+    if not any(int(lane["n_attempts"]) for lane in lanes):
+        why = f"{len(lanes)} lanes planned, no attempt submitted" if lanes else "no lane is planned yet"
+        return empty_panel(plot_id, title, why)
     frame = _bar_frame(len(lanes), max(int(lane["n_attempts"]) for lane in lanes))
     parts: list[Markup] = [axes(frame, "attempts", "lane", y_ticks=False)]
+    n_marks = 0
     for row, lane in enumerate(lanes):
         parts.append(_category(frame, row, str(lane["lane_id"])))
-        counts = _lane_counts(lane)
-        start = 0.0
-        for kind in LANE_STACK:
-            if counts[kind]:
-                fill = STATUS_COLOURS.get(kind, OTHER_COLOUR)
-                parts.append(
-                    _segment(frame, row, start, counts[kind], fill, f"{lane['lane_id']}: {counts[kind]} {kind}")
-                )
-                start += counts[kind]
-        parts.append(el("text", f"{lane['n_attempts']} · {lane['status']}", x=frame.x(start) + 6,
+        segments = _lane_segments(frame, row, lane)
+        n_marks += len(segments)
+        end = float(lane["n_attempts"])
+        parts.extend(segments)
+        parts.append(el("text", f"{lane['n_attempts']} · {lane['status']}", x=frame.x(end) + 6,
                         y=frame.y(row) + 4, class_="bar-label", data_lane=str(lane["lane_id"])))  # fmt: skip
     keys = [(kind if kind != "other" else "pending / withdrawn", STATUS_COLOURS.get(kind, OTHER_COLOUR))
             for kind in LANE_STACK]  # fmt: skip
     body = svg(parts, label=title, height=frame.height)
-    return panel(plot_id, title, len(lanes), Markup(body + legend(keys)), "bar label: attempts · lane state")
+    return panel(plot_id, title, n_marks, Markup(body + legend(keys)), "bar label: attempts · lane state")
+
+
+def _lane_segments(frame: Frame, row: int, lane: Row) -> list[Markup]:
+    """One bar segment per verdict the lane's attempts have, stacked in LANE_STACK order."""
+    counts = _lane_counts(lane)
+    segments, start = [], 0.0
+    for kind in (k for k in LANE_STACK if counts[k]):
+        tip = f"{lane['lane_id']}: {counts[kind]} {kind}"
+        segments.append(_segment(frame, row, start, counts[kind], STATUS_COLOURS.get(kind, OTHER_COLOUR), tip))
+        start += counts[kind]
+    return segments
 
 
 def _lane_counts(lane: Row) -> dict[str, int]:
@@ -85,18 +93,18 @@ def check_failures(run: RunData) -> Markup:
     frame = _bar_frame(len(codes), max(sum(v.values()) for v in by_code.values()))
     parts: list[Markup] = [axes(frame, "failed checks", "check code", y_ticks=False)]
     fills = {"error": STATUS_COLOURS["rejected"], "warning": STATUS_COLOURS["in_review"]}
+    n_marks = 0
     for row, code in enumerate(codes):
         parts.append(_category(frame, row, code))
         start = 0.0
-        for severity in ("error", "warning"):
-            n = by_code[code].get(severity, 0)
-            if n:
-                parts.append(_segment(frame, row, start, n, fills[severity], f"{code}: {n} {severity}"))
-                start += n
+        for severity in (s for s in ("error", "warning") if by_code[code].get(s)):
+            n = by_code[code][severity]
+            parts.append(_segment(frame, row, start, n, fills[severity], f"{code}: {n} {severity}"))
+            start, n_marks = start + n, n_marks + 1
         parts.append(el("text", int(start), x=frame.x(start) + 6, y=frame.y(row) + 4, class_="bar-label count",
                         data_code=code))  # fmt: skip
     body = svg(parts, label=title, height=frame.height)
-    return panel(plot_id, title, len(codes), Markup(body + legend(list(fills.items()))))
+    return panel(plot_id, title, n_marks, Markup(body + legend(list(fills.items()))))
 
 
 def _scatter(

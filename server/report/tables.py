@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from shlex import quote
 from typing import Any
 
 from server.report.markup import Child, Markup, el, fmt
-from server.report.queries import Row, RunData, as_time
+from server.report.queries import RunData, as_time
 
 
 def table(table_id: str, title: str, header: list[str], rows: list[list[Child]], empty: str, **attrs: Child) -> Markup:
@@ -59,19 +60,23 @@ def _when(value: Any) -> str:
 
 
 def read_package(package_dir: Path) -> dict[str, Any] | None:
-    """The package builder's summary when it is installed, else the manifest as written; None: no package."""
+    """The package at a glance (the package builder's summary); None: no package built."""
     try:
-        from server.package import read_package_summary  # type: ignore[attr-defined]
-    except ImportError:
-        read_package_summary = None
-    manifest = package_dir / "manifest.json"
-    if not manifest.is_file():
+        from server.package import read_package_summary
+    except ImportError:  # a checkout without the package builder: read the manifest as written
+        return _manifest_summary(package_dir)
+    return read_package_summary(package_dir)
+
+
+def _manifest_summary(package_dir: Path) -> dict[str, Any] | None:
+    manifest_path = package_dir / "manifest.json"
+    if not manifest_path.is_file():
         return None
-    if read_package_summary is not None:
-        summary = read_package_summary(package_dir)
-        return dict(summary) if isinstance(summary, dict) else dict(summary.model_dump(mode="json"))
-    loaded = json.loads(manifest.read_text(encoding="utf-8"))
-    return loaded if isinstance(loaded, dict) else None
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    files = manifest.get("files", [])
+    keys = ("attempt_id", "lane_id", "agent_id", "commit", "verified_primary_score")
+    return {**{key: manifest.get(key) for key in keys}, "n_files": len(files),
+            "size_bytes": sum(int(f.get("size_bytes", 0)) for f in files)}  # fmt: skip
 
 
 def package_table(run: RunData, package: dict[str, Any] | None, package_dir: Path) -> Markup:
@@ -80,22 +85,14 @@ def package_table(run: RunData, package: dict[str, Any] | None, package_dir: Pat
     if package is None:
         why = "no final choice yet" if final is None else f"{final['attempt_id']} was chosen; its package is not built"
         return table("table-package", title, [], [], why)
-    files = package.get("files") or []
-    n_bytes = sum(int(f.get("size_bytes") or f.get("size") or 0) for f in files if isinstance(f, dict))
-    attempt = package.get("attempt_id") or package.get("attempt") or (final or {}).get("attempt_id")
+    score = package.get("verified_primary_score")
     rows: list[list[Child]] = [
-        ["attempt", attempt],
-        ["lane", package.get("lane_id") or package.get("lane") or (final or {}).get("lane_id")],
-        ["commit", package.get("commit") or package.get("commit_sha")],
-        ["files", f"{len(files)} files, {n_bytes:,} bytes" if n_bytes else f"{len(files)} files"],
-        ["verify", el("code", f"amid verify-package {package_dir}")],
+        ["attempt", package.get("attempt_id")],
+        ["lane", package.get("lane_id")],
+        ["agent", package.get("agent_id")],
+        [f"verified {run.metric}", fmt(score if score is not None else (final or {}).get("verified_score"))],
+        ["commit", package.get("commit")],
+        ["files", f"{package.get('n_files', 0)} files, {int(package.get('size_bytes') or 0):,} bytes"],
+        ["verify", el("code", f"amid verify-package {quote(str(package_dir))} -w {quote(str(package_dir.parent))}")],
     ]
-    if final is not None:
-        rows.insert(2, [f"verified {run.metric}", fmt(final["verified_score"])])
-    return table("table-package", title, ["field", "value"], rows, "", data_attempt=str(attempt))
-
-
-def final_choice_line(final: Row | None) -> str:
-    if final is None:
-        return "no final choice yet"
-    return f"{final['attempt_id']} on {final['lane_id']}: {final['reason']}"
+    return table("table-package", title, ["field", "value"], rows, "", data_attempt=str(package.get("attempt_id")))
