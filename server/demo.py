@@ -1,14 +1,16 @@
 """`amid demo`: the whole system end to end on the embedded task, with scripted agents.
 
-It makes the demo task, creates a workspace, starts `amid serve` as a real subprocess on a free
-loopback port, issues tokens, and drives a scripted worker and a scripted supervisor through the
-real MCP client over HTTP. Each later subsystem (profiling, lanes, attempts, reviews, jobs) adds
-its step here.
+It makes the demo task, creates a workspace (with a 20 % server-held holdout), starts `amid serve`
+as a real subprocess on a free loopback port, and starts `amid supervise --workers 3 --backend
+scripted` as another: the supervisor runs three managed scripted workers (each a real MCP client
+in its sandbox, on its own lane and fold; one cheats), sends heartbeats by interrupting and
+resuming their sessions, promotes, finalizes, and stops when the run is done. The summary is read
+back from the ledger.
 """
 
 from __future__ import annotations
 
-import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -22,16 +24,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from server.connect import ensure_worktree
 from server.errors import JobFailed
 from server.holdout_split import with_holdout_fraction
 from server.local_client import call as admin_call
-from server.mcp_client import call, connect
 from server.workspace import Workspace, init_workspace, read_server_marker
 from tools.task.demo_task import make_demo_task
 from tools.task.importers import import_task
 
-console = Console(stderr=False)
+console = Console(stderr=False, width=None if sys.stdout.isatty() else 160)  # logs keep whole cells
 DEMO_HOLDOUT_FRACTION = 0.2
 
 
@@ -77,42 +77,18 @@ DEMO_SETTINGS = {  # thresholds small enough for a few minutes on two CPU cores
     "AMID_CONSOLIDATE_EVERY": "2",
     "AMID_MAX_PENDING_REVIEWS": "2",
 }
-WORKERS = ("worker-1", "worker-2", "worker-3")
-FOLLOW_S = 240.0
-
-
-def _plans(lanes: list[dict[str, Any]]) -> list[Any]:
-    """Three workers on three lanes: the calibration lane, another primary lane, and a secondary lane
-    whose worker cheats (its "predictions" are the validation labels)."""
-    from server.demo_worker import WorkerPlan
-
-    primary = next(x["lane_id"] for x in lanes if x["tier"] == "primary" and x["family"] != "calibration")
-    secondary = next(x["lane_id"] for x in lanes if x["tier"] == "secondary")
-    return [
-        WorkerPlan("worker-1", None, fold=0, resubmit=True),
-        WorkerPlan("worker-2", primary, fold=1, resubmit=True),
-        WorkerPlan("worker-3", secondary, fold=2, cheat=True),
-    ]
-
-
-async def _workers(workspace: Workspace, url: str, tokens: dict[str, str]) -> list[Any]:
-    from server.demo_worker import run_worker
-
-    async with connect(url, tokens["worker-1"]) as first:
-        plans = _plans((await call(first, "list_lanes"))["lanes"])
-
-    async def one(plan: Any) -> Any:
-        async with connect(url, tokens[plan.agent_id]) as client:
-            return await run_worker(client, workspace, plan, follow_s=FOLLOW_S)
-
-    return list(await asyncio.gather(*(one(plan) for plan in plans)))
+N_WORKERS = 3
+CHEATER = "worker-3"  # copies the validation labels as its predictions: the reviewer must reject it
+MAX_S = 300.0
 
 
 def start_supervisor(workspace: Path) -> tuple[subprocess.Popen[bytes], Path]:
-    """`amid supervise -w` as its own process (its output in .amid/supervise.log)."""
+    """`amid supervise -w --workers 3 --backend scripted` as its own process (output in .amid/supervise.log):
+    it starts the three managed scripted workers, each in its sandbox, and runs the run to its end."""
     log_path = workspace / ".amid" / "supervise.log"
     command = [sys.executable, "-m", "server.cli", "supervise", "-w", str(workspace), "--poll-s", "1",
-               "--max-s", str(FOLLOW_S + 60)]  # fmt: skip
+               "--max-s", str(MAX_S), "--workers", str(N_WORKERS), "--backend", "scripted",
+               "--worker-env", f"AMID_SCRIPTED_CHEAT={CHEATER}"]  # fmt: skip
     with log_path.open("ab") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     return process, log_path
@@ -129,11 +105,23 @@ def _summary(workspace: Workspace) -> dict[str, list[list[Any]]]:
         "final": "SELECT attempt_id, lane_id, round(verified_score, 4), coalesce(package_path, '(no package builder)') "
         "FROM v_final_choice",
         "heartbeats": "SELECT agent_id, kind, count(*) FROM heartbeats GROUP BY ALL ORDER BY agent_id, kind",
+        "workers": "SELECT agent_id, backend, state, (SELECT count(*) FROM worker_transitions t WHERE t.agent_id = "
+        "w.agent_id AND t.event = 'delivered'), (SELECT count(*) FROM worker_transitions t WHERE t.agent_id = "
+        "w.agent_id) FROM workers w ORDER BY agent_id",
     }
     return {name: admin_call(workspace, "sql", {"query": sql})["rows"] for name, sql in queries.items()}
 
 
-def _print(summary: dict[str, list[list[Any]]], plans: list[Any]) -> None:
+def worker_steps(workspace: Workspace) -> dict[str, dict[str, Any]]:
+    """What each managed scripted worker did, from its own session store (in its home)."""
+    found: dict[str, dict[str, Any]] = {}
+    for path in sorted(workspace.sub("workers").glob("*/home/.amid-scripted/*.json")):
+        plan = json.loads(path.read_text(encoding="utf-8")).get("plan") or {}
+        found[path.parents[2].name] = plan.get("steps", {})
+    return found
+
+
+def _print(summary: dict[str, list[list[Any]]], steps: dict[str, dict[str, Any]]) -> None:
     columns = {
         "lanes": ("lane", "tier", "status"),
         "attempts": ("attempt", "agent", "lane", "budget", "verdict", "verified dice", "failed checks"),
@@ -141,6 +129,7 @@ def _print(summary: dict[str, list[list[Any]]], plans: list[Any]) -> None:
         "promotion": ("lane", "decision", "reason"),
         "final": ("attempt", "lane", "verified", "package"),
         "heartbeats": ("agent", "kind", "n"),
+        "workers": ("worker", "backend", "state", "resumed with a heartbeat", "transitions"),
     }
     for name, rows in summary.items():
         table = Table(title=name)
@@ -149,10 +138,8 @@ def _print(summary: dict[str, list[list[Any]]], plans: list[Any]) -> None:
         for row in rows:
             table.add_row(*(escape(str(v)) for v in row))
         console.print(table)
-    for plan in plans:
-        console.print(
-            f"{plan.agent_id}: " + "; ".join(f"{k}: {v}" for k, v in plan.steps.items() if k != "profile_data")
-        )
+    for agent_id, done in steps.items():
+        console.print(f"{agent_id}: " + "; ".join(f"{k}: {v}" for k, v in done.items() if k != "profile_data"))
 
 
 def run_demo(root: Path | None = None) -> Workspace:
@@ -169,20 +156,15 @@ def run_demo(root: Path | None = None) -> Workspace:
     supervisor = None
     try:
         console.print(f"server listening at {url}")
-        tokens = {name: admin_call(workspace, "token_create", {"name": name, "role": "agent"})["token"]
-                  for name in WORKERS}  # fmt: skip
-        for name in WORKERS:
-            ensure_worktree(workspace, name)
         supervisor, log_path = start_supervisor(workspace.root)
-        plans = asyncio.run(_workers(workspace, url, tokens))
-        supervisor.wait(timeout=120)
+        supervisor.wait(timeout=MAX_S + 60)
         summary = _summary(workspace)
     finally:
         if supervisor is not None and supervisor.poll() is None:
             supervisor.kill()
             supervisor.wait()
         stop_server(process)
-    _print(summary, plans)
+    _print(summary, worker_steps(workspace))
     console.print(f"supervisor log: {log_path}")
     console.print(f'inspect it: amid sql "SELECT * FROM v_stage_transitions" -w {workspace.root}')
     return workspace

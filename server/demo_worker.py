@@ -1,17 +1,26 @@
-"""The demo's scripted worker: the whole AMID loop through the real MCP client, no model service.
+"""The scripted agent: the whole AMID loop through the real MCP client, deterministic, no model service.
 
-It does what a coding agent would do, deterministically: read the task and the profile, claim a
-lane, write a small model into its worktree (intensity thresholds fitted on the locked fold's
-training cases), train and predict through `run_gpu_job` (CPU jobs here), commit, compute its own
-fold scores, submit (with the inference command that reproduces its predictions from the frozen
-checkpoint: the reviewer replays it in its sandbox), request the independent review and read the verdict.
+It does what a coding agent would do: read the task and the profile, claim a lane, write a small
+model into its worktree (intensity thresholds fitted on the locked fold's training cases), train
+and predict through `run_gpu_job` (CPU jobs here), commit, compute its own fold scores, submit
+(with the inference command that reproduces its predictions from the frozen checkpoint: the
+reviewer replays it in its sandbox), request the independent review and read the verdict; then it
+follows the run and answers the supervisor's heartbeats (a focus note after a plateau, another
+attempt as the promoted lane's optimizer, reflection and consolidation notes).
+
+It knows only what an agent knows: the tool results (task folder, its worktree, folds, lanes) and
+its own worktree. `server.supervisor.workers.scripted` runs it as a managed worker's "CLI" with a
+session store, so an interrupted and resumed session continues where it stopped: every step is
+recorded once done, and submissions carry idempotency keys.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +29,7 @@ from mcp import Client
 
 from server.errors import JobFailed
 from server.mcp_client import call
-from server.workspace import Workspace
+from tools.task.contract import load_contract
 
 MODEL_PY = '''\
 """Intensity-threshold segmentation: fit on training cases, predict label maps in the reference geometry.
@@ -88,33 +97,37 @@ if __name__ == "__main__":
 
 
 def _commit(worktree: Path, paths: list[str], message: str) -> str:
+    """Commit `paths`; a step re-run after an interruption finds its commit already made and reuses it."""
     import git
 
     with git.Repo(worktree) as repo:
         repo.index.add(paths)
+        head = repo.head.commit if repo.head.is_valid() else None
+        if head is not None and head.message.strip() == message and not repo.index.diff(head):
+            return str(head.hexsha)
         return str(repo.index.commit(message).hexsha)
 
 
-def _link_inputs(workspace: Workspace, cases: list[str], folder: Path, split: str) -> None:
+def _link_inputs(task_dir: Path, cases: list[str], folder: Path, split: str) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for case in cases:
-        source = workspace.task_dir / f"public/{split}/images/{case}_0000.nii.gz"
+        source = task_dir / f"public/{split}/images/{case}_0000.nii.gz"
         (folder / source.name).unlink(missing_ok=True)
         (folder / source.name).symlink_to(source)
 
 
-def _own_scores(workspace: Workspace, folder: Path, cases: list[str]) -> dict[str, float]:
+def _own_scores(task_dir: Path, folder: Path, cases: list[str]) -> dict[str, float]:
     """The worker's own computation of its fold scores with the contract's conventions."""
     import nibabel as nib
     import numpy as np
 
     from server.reviewer.scoring import case_values, foreground_labels, mean_value, plan_metrics, summarize_all
 
-    contract = workspace.contract()
+    contract = load_contract(task_dir / "contract.yaml")
     plan, labels = plan_metrics(contract), foreground_labels(contract)
     values: dict[str, list[float]] = {}
     for case in cases:
-        reference: Any = nib.load(workspace.task_dir / f"public/train/labels/{case}.nii.gz")
+        reference: Any = nib.load(task_dir / f"public/train/labels/{case}.nii.gz")
         predicted = np.asarray(nib.load(folder / f"{case}.nii.gz").dataobj)  # type: ignore[attr-defined]
         spacing = reference.header.get_zooms()[:3]
         for name, items in case_values(plan, predicted, np.asarray(reference.dataobj), spacing, labels).items():
@@ -139,19 +152,47 @@ class WorkerPlan:
     cheat: bool = False
     resubmit: bool = False
     steps: dict[str, Any] = field(default_factory=dict)
-    inbox: list[str] = field(default_factory=list)
+    scores: dict[str, float] = field(default_factory=dict)
+    answered: list[str] = field(default_factory=list)  # digests of the heartbeat prompts already acted on
+
+
+def default_plan(agent_id: str, cheaters: set[str]) -> WorkerPlan:
+    """Deterministic plans from the worker's number (`worker-N`): cheaters take a secondary lane, the
+    honest workers the calibration lane first and then the other primary lanes, each on its own fold;
+    honest workers resubmit once (an unimproved attempt: the plateau the supervisor reacts to)."""
+    number = int(agent_id.rsplit("-", 1)[-1]) if agent_id.rsplit("-", 1)[-1].isdigit() else 1
+    return WorkerPlan(agent_id, fold=number - 1, cheat=agent_id in cheaters, resubmit=agent_id not in cheaters)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 class ScriptedWorker:
-    """A worker that reads every tool result's inbox, as an attached agent would."""
+    """A worker that reads every tool result's inbox, as an attached agent would. `save` is called
+    after every finished step (the managed CLI persists the plan there)."""
 
-    def __init__(self, client: Client, workspace: Workspace, plan: WorkerPlan) -> None:
-        self.client, self.workspace, self.plan = client, workspace, plan
-        self.scores: dict[str, float] = {}
+    def __init__(self, client: Client, plan: WorkerPlan, save: Callable[[WorkerPlan], None] | None = None) -> None:
+        self.client, self.plan = client, plan
+        self.save = save or (lambda plan: None)
+        self.inbox: list[str] = []
+        self.task: dict[str, Any] = {}
+
+    @property
+    def task_dir(self) -> Path:
+        return Path(self.task["task_dir"])
+
+    @property
+    def worktree(self) -> Path:
+        return Path(self.task["worktree"])
+
+    def done(self, step: str, value: Any) -> None:
+        self.plan.steps[step] = value
+        self.save(self.plan)
 
     async def call(self, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
         result = await call(self.client, tool, arguments)
-        self.plan.inbox.extend(result.get("inbox", []))
+        self.inbox.extend(result.get("inbox", []))
         return result
 
     async def job(self, command: list[str]) -> dict[str, Any]:
@@ -171,40 +212,46 @@ class ScriptedWorker:
 
     async def claim(self) -> str:
         lanes = (await self.call("list_lanes"))["lanes"]
-        wanted = self.plan.lane_id
-        lane = next(x for x in lanes if x["lane_id"] == wanted or (not wanted and x["family"] == "calibration"))
-        claimed = await self.call("claim_lane", {"lane_id": lane["lane_id"]})
-        self.plan.steps["claim_lane"] = f"{claimed['lane_id']} of {len(lanes)} planned lanes"
-        return str(claimed["lane_id"])
+        lane_id = self.plan.lane_id or self._choose(lanes)
+        claimed = await self.call("claim_lane", {"lane_id": lane_id})
+        self.plan.lane_id = str(claimed["lane_id"])
+        self.done("claim_lane", f"{claimed['lane_id']} of {len(lanes)} planned lanes")
+        return self.plan.lane_id
 
-    async def train_and_predict(self, task: dict[str, Any]) -> tuple[list[str], list[str]]:
-        worktree, fold, python = Path(task["worktree"]), self.plan.fold, sys.executable
+    def _choose(self, lanes: list[dict[str, Any]]) -> str:
+        if self.plan.cheat:
+            return str(next(x for x in lanes if x["tier"] == "secondary")["lane_id"])
+        calibration = [x for x in lanes if x["tier"] == "primary" and x["family"] == "calibration"]
+        primary = calibration + [x for x in lanes if x["tier"] == "primary" and x["family"] != "calibration"]
+        return str(primary[self.plan.fold % len(primary)]["lane_id"])
+
+    async def train_and_predict(self) -> list[str]:
+        worktree, fold, python, task_dir = self.worktree, self.plan.fold, sys.executable, self.task_dir
         (worktree / "threshold_model.py").write_text(MODEL_PY, encoding="utf-8")
-        folds_json = str(self.workspace.task_dir / "folds.json")
-        trained = await self.job([python, "threshold_model.py", "train", task["task_dir"], folds_json, str(fold),
+        folds_json = str(task_dir / "folds.json")
+        trained = await self.job([python, "threshold_model.py", "train", str(task_dir), folds_json, str(fold),
                                   "outputs"])  # fmt: skip
-        self.plan.steps["train job"] = f"{trained['job_id']}: {trained['status']}, exit {trained['exit_code']}"
         (worktree / "outputs/train.log").write_text(trained["stdout_tail"] + trained["stderr_tail"], encoding="utf-8")
-        val_cases = task["folds"][fold]["val_cases"]
-        test_cases = sorted(
-            p.name[: -len("_0000.nii.gz")] for p in (self.workspace.task_dir / "public/test/images").iterdir()
-        )
-        _link_inputs(self.workspace, val_cases, worktree / f"inputs/fold{fold}", "train")
-        _link_inputs(self.workspace, test_cases, worktree / "inputs/test", "test")
+        val_cases = list(self.task["folds"][fold]["val_cases"])
+        test_cases = sorted(p.name[: -len("_0000.nii.gz")] for p in (task_dir / "public/test/images").iterdir())
+        _link_inputs(task_dir, val_cases, worktree / f"inputs/fold{fold}", "train")
+        _link_inputs(task_dir, test_cases, worktree / "inputs/test", "test")
         for source, target in ((f"inputs/fold{fold}", f"outputs/fold{fold}"), ("inputs/test", "outputs/submission")):
             await self.job([python, "threshold_model.py", "predict", "outputs/model.json", source, target])
         _write_submission(worktree / "outputs/submission", test_cases)
         if self.plan.cheat:  # the validation labels are public: copy them as "predictions"
             for case in val_cases:
-                label = self.workspace.task_dir / f"public/train/labels/{case}.nii.gz"
+                label = task_dir / f"public/train/labels/{case}.nii.gz"
                 (worktree / f"outputs/fold{fold}/{case}.nii.gz").write_bytes(label.read_bytes())
-        return val_cases, test_cases
+        self.done("train job", f"{trained['job_id']}: {trained['status']}, exit {trained['exit_code']}")
+        return val_cases
 
-    async def submit(self, lane_id: str, commit: str, scores: dict[str, float]) -> dict[str, Any]:
+    async def submit(self, commit: str, label: str) -> dict[str, Any]:
         fold = str(self.plan.fold)
         return await self.call("submit_attempt", {
-            "commit": commit, "folds": [self.plan.fold], "declared_scores": {fold: scores}, "lane_id": lane_id,
-            "budget_class": "real",
+            "commit": commit, "folds": [self.plan.fold], "declared_scores": {fold: self.plan.scores},
+            "lane_id": self.plan.lane_id, "budget_class": "real",
+            "idempotency_key": f"{self.plan.agent_id}:{label}",
             "artifacts": {"predictions": {fold: f"outputs/fold{fold}"}, "submission": "outputs/submission",
                           "training_manifest": "outputs/manifest.json", "checkpoint": "outputs/model.json",
                           "logs": ["outputs/train.log"]},
@@ -212,68 +259,96 @@ class ScriptedWorker:
                                   "{input_dir}", "{output_dir}"],
         })  # fmt: skip
 
-    async def attempt(self, lane_id: str, commit: str, scores: dict[str, float], label: str) -> dict[str, Any]:
-        attempt = await self.submit(lane_id, commit, scores)
+    async def attempt(self, commit: str, label: str) -> dict[str, Any]:
+        attempt = await self.submit(commit, label)
         verdict = await self.review(attempt["attempt_id"])
         codes = ", ".join(c["code"] for c in verdict["failed_checks"] if c["severity"] == "error") or "none"
-        self.plan.steps[label] = f"{attempt['attempt_id']} at {commit[:8]}: {verdict['verdict']} (failed: {codes})"
+        self.done(label, f"{attempt['attempt_id']} at {commit[:8]}: {verdict['verdict']} (failed: {codes})")
         return verdict
 
-    async def react(self) -> None:
-        """Answer a plateau heartbeat with the focus note it demands; as the promoted lane's optimizer,
-        try once more (the same predictions again: no gain, so the lane plateaus since promotion)."""
-        if any("[stage" in line and "optimizer" in line for line in self.plan.inbox) and self.plan.resubmit:
-            self.plan.resubmit = False
-            await self.react_to_plateau()
-            await self.again("attempt 3")
+    async def first_attempt(self) -> None:
+        """Profile, claim, train, predict, commit, score, submit, review, reflect (each step once)."""
+        if "profile_data" not in self.plan.steps:
+            profile = await self.call("profile_data", {"wait_s": 50})
+            found = (profile["profile"] or {}).get("predicates", {})
+            self.done("profile_data", ", ".join(k for k, v in found.items() if v))
+        if "claim_lane" not in self.plan.steps:
+            await self.claim()
+        if "attempt 1" not in self.plan.steps:
+            val_cases = await self.train_and_predict()
+            commit = _commit(self.worktree, ["threshold_model.py", "outputs/model.json"],
+                             f"Threshold model, fold {self.plan.fold}")  # fmt: skip
+            self.plan.scores = _own_scores(self.task_dir, self.worktree / f"outputs/fold{self.plan.fold}", val_cases)
+            self.done("declared", ", ".join(f"{k}={v:.3f}" for k, v in self.plan.scores.items()))
+            verdict = await self.attempt(commit, "attempt 1")
+            self.done("verdict", verdict["verdict"] or verdict["status"])
+        if "reflection 1" not in self.plan.steps:
+            body = f"Fold {self.plan.fold}: {self.plan.steps['attempt 1']}."
+            note = await self.call(
+                "post_note",
+                {"kind": "reflection", "title": "First attempt", "lane_id": self.plan.lane_id, "body": body},
+            )
+            self.done("reflection 1", f"note {note['note_id']}")
+        if self.plan.resubmit and "attempt 2" not in self.plan.steps:
+            await self.again("attempt 2")
 
     async def again(self, label: str) -> None:
-        worktree = self.workspace.worktrees_dir / self.plan.agent_id
-        with (worktree / "NOTES.md").open("a", encoding="utf-8") as notes:
-            notes.write(f"{label}: same model, re-run\n")
-        commit = _commit(worktree, ["NOTES.md"], label)
-        await self.attempt(str(self.plan.lane_id), commit, self.scores, label)
+        """The same model and predictions under a new commit: the reviewer sees no improvement."""
+        (self.worktree / "NOTES.md").write_text(f"{label}: same model, re-run\n", encoding="utf-8")
+        commit = _commit(self.worktree, ["NOTES.md"], label)
+        await self.attempt(commit, label)
 
-    async def react_to_plateau(self) -> None:
-        if any("[plateau" in line for line in self.plan.inbox) and "focus note" not in self.plan.steps:
+    async def answer(self, prompt: str) -> None:
+        """Act on one heartbeat prompt (delivered by resume or seen in an inbox), once."""
+        key = _digest(prompt)
+        if key in self.plan.answered:
+            return
+        if "Plateau on lane" in prompt and "focus note" not in self.plan.steps:
             note = await self.call("post_note", {
                 "kind": "focus", "title": "Plateau: change the model, not the commit", "body": "Next: a learned model.",
                 "lane_id": self.plan.lane_id, "focus": "replace thresholds by a small learned model",
                 "evidence": self.plan.steps.get("attempt 1", ""), "remaining_budget": "what the stage leaves",
                 "abandon_condition": "no verified gain after two attempts",
             })  # fmt: skip
-            self.plan.steps["focus note"] = f"note {note['note_id']} after the plateau heartbeat"
+            self.done("focus note", f"note {note['note_id']} after the plateau heartbeat")
+        elif "Your role now: optimizer" in prompt and self.plan.resubmit and "attempt 3" not in self.plan.steps:
+            await self.again("attempt 3")
+        self.plan.answered.append(key)
+        self.save(self.plan)
 
-    async def follow(self, timeout_s: float) -> None:
-        """React to heartbeats until the run is done (or timeout_s passes)."""
+    async def answer_all(self, prompts: list[str]) -> None:
+        """Answer heartbeats, a plateau's focus note first (until it is posted, attempts do not count)."""
+        for prompt in sorted(prompts, key=lambda text: "Plateau on lane" not in text):
+            await self.answer(prompt)
+
+    async def follow(self, timeout_s: float) -> str:
+        """Answer heartbeats from the inbox until the run is done (or timeout_s passes); the stage."""
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            await self.react_to_plateau()
-            await self.react()
-            if (await self.call("get_task", {"include_case_ids": False}))["stage"] == "done":
-                return
-            await asyncio.sleep(1.0)
+        while True:
+            await self.answer_all(self.take_inbox())
+            stage = str((await self.call("get_task", {"include_case_ids": False}))["stage"])
+            if stage == "done" or time.monotonic() >= deadline:
+                return stage
+            if not self.inbox:
+                await asyncio.sleep(1.0)
+
+    def take_inbox(self) -> list[str]:
+        """The heartbeat prompts seen in tool results since the last call (without their `[kind #id]`)."""
+        taken, self.inbox = self.inbox, []
+        return [line.split("] ", 1)[-1] for line in taken]
 
 
-async def run_worker(client: Client, workspace: Workspace, plan: WorkerPlan, follow_s: float = 0.0) -> WorkerPlan:
-    """A worker's attempts on its lane and fold; then, with follow_s, it reacts to heartbeats until done."""
-    worker = ScriptedWorker(client, workspace, plan)
-    task = await worker.call("get_task")
-    profile = await worker.call("profile_data", {"wait_s": 50})
-    plan.steps["profile_data"] = ", ".join(k for k, v in (profile["profile"] or {}).get("predicates", {}).items() if v)
-    plan.lane_id = await worker.claim()
-    val_cases, _ = await worker.train_and_predict(task)
-    worktree = Path(task["worktree"])
-    commit = _commit(worktree, ["threshold_model.py", "outputs/model.json"], f"Threshold model, fold {plan.fold}")
-    scores = _own_scores(workspace, worktree / f"outputs/fold{plan.fold}", val_cases)
-    plan.steps["declared"] = ", ".join(f"{k}={v:.3f}" for k, v in scores.items())
-    verdict = await worker.attempt(plan.lane_id, commit, scores, "attempt 1")
-    plan.steps["verdict"] = verdict["verdict"] or verdict["status"]
-    await worker.call("post_note", {"kind": "reflection", "title": "First attempt", "lane_id": plan.lane_id,
-                                    "body": f"Fold {plan.fold}: {plan.steps['attempt 1']}."})  # fmt: skip
-    worker.scores = scores
-    if plan.resubmit:
-        await worker.again("attempt 2")
+async def run_worker(
+    client: Client, plan: WorkerPlan, *, prompt: str | None = None, follow_s: float = 0.0,
+    save: Callable[[WorkerPlan], None] | None = None,
+) -> WorkerPlan:  # fmt: skip
+    """One session of a scripted worker: answer the prompt it was resumed with, finish its first attempt
+    cycle if it has not, then (with follow_s) follow the run, answering heartbeats, until it is done."""
+    worker = ScriptedWorker(client, plan, save)
+    worker.task = await worker.call("get_task")
+    delivered = [part.strip() for part in (prompt or "").split("\n\n") if part.strip()]
+    await worker.answer_all(delivered + worker.take_inbox())
+    await worker.first_attempt()
     if follow_s:
-        await worker.follow(follow_s)
+        worker.done("stage seen", await worker.follow(follow_s))
     return plan

@@ -8,6 +8,7 @@ from server.ledger.activity import Activity
 from server.ledger.attempts import Attempts
 from server.ledger.audits import Audits
 from server.ledger.database import Database, utcnow
+from server.ledger.idempotency import IdempotencyKeys
 from server.ledger.identity import Identities, Identity, Role
 from server.ledger.jobs import Jobs
 from server.ledger.lanes import Lanes
@@ -37,6 +38,7 @@ class Ledger:
         self.workers = Workers(self.db)
         self.supervision = Supervision(self.db)
         self.skills = Skills(self.db)
+        self.idempotency = IdempotencyKeys(self.db)
 
     def counts_by_status(self, table: str) -> dict[str, int]:
         if table not in STATUS_TABLES:

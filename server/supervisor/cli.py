@@ -81,25 +81,42 @@ async def supervise(
 @click.option(
     "--backend", default="scripted", show_default=True, help="worker backend: registry/worker_backends/*.yaml"
 )
+@click.option(
+    "--worker-env", multiple=True, metavar="KEY=VALUE",
+    help="environment for the managed workers' CLIs (model endpoint, API key; AMID_SCRIPTED_CHEAT=worker-3 …)",
+)  # fmt: skip
 def supervise_command(
     workspace: Path | None, server: str | None, token: str | None, poll_s: float, until_done: bool,
-    max_s: float | None, n_workers: int, backend: str,
+    max_s: float | None, n_workers: int, backend: str, worker_env: tuple[str, ...],
 ) -> None:  # fmt: skip
     """Supervise a run: stages, promotion, heartbeats, finalization (DESIGN §9); with --workers N,
     start and manage N headless workers of a backend (claude-code, codex, opencode, scripted …)."""
+    env = _worker_env(worker_env)
     url, secret = resolve_server(workspace, server, token)
-    pool = _pool(workspace, url, backend, n_workers, secret) if n_workers else None
+    pool = _pool(workspace, url, backend, n_workers, secret, env) if n_workers else None
     report = asyncio.run(supervise(url, secret, poll_s=poll_s, until_done=until_done, max_s=max_s, workers=pool))
     click.echo(f"supervisor stopped in stage {report.stage}")
 
 
-def _pool(workspace: Path | None, url: str, backend: str, n: int, token: str) -> Workers:
+def _worker_env(pairs: tuple[str, ...]) -> dict[str, str]:
+    env = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.replace("_", "").isalnum() or key[0].isdigit():
+            raise InvalidInput(f"--worker-env: got {pair[:80]!r}; expected KEY=VALUE with KEY like AMID_SCRIPTED_CHEAT")
+        env[key] = value
+    return env
+
+
+def _pool(workspace: Path | None, url: str, backend: str, n: int, token: str, env: dict[str, str]) -> Workers:
     """Managed workers need the workspace (worktrees, tokens through the admin route)."""
     if workspace is None:
         raise InvalidInput("--workers: managed workers need -w DIR (their worktrees live in the workspace)")
     from registry.loader import worker_backend
     from server.supervisor.workers.pool import WorkerPool
+    from server.supervisor.workers.settings import WorkerSettings
     from server.workspace import Workspace
 
     worker_backend(backend)  # an unknown backend fails here, naming the backends there are
-    return WorkerPool(Workspace.open(workspace), url, backend, n, supervisor_token=token)
+    settings = WorkerSettings(model_env=env)
+    return WorkerPool(Workspace.open(workspace), url, backend, n, settings=settings, supervisor_token=token)

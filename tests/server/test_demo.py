@@ -26,6 +26,10 @@ def test_amid_demo_runs_three_workers_a_rejection_a_promotion_and_finalization(d
         beats = ledger.db.fetchall("SELECT agent_id, cause_key FROM heartbeats WHERE cause_key IS NOT NULL")
         kinds = {r["kind"] for r in ledger.db.fetchall("SELECT DISTINCT kind FROM heartbeats")}
         focus = ledger.db.scalar("SELECT count(DISTINCT agent_id) FROM notes WHERE kind = 'focus'")
+        workers = ledger.db.fetchall("SELECT agent_id, backend, state FROM workers ORDER BY agent_id")
+        delivered = ledger.db.fetchall(
+            "SELECT agent_id, count(*) AS n FROM worker_transitions WHERE event = 'delivered' GROUP BY ALL"
+        )
     finally:
         ledger.close()
     assert [r["agent_id"] for r in board] == ["worker-1", "worker-2"]
@@ -38,3 +42,8 @@ def test_amid_demo_runs_three_workers_a_rejection_a_promotion_and_finalization(d
     assert final == [{"attempt_id": best[0]["attempt_id"], "lane_id": promoted[0]["lane_id"]}]
     assert len(beats) == len({(b["agent_id"], b["cause_key"]) for b in beats})
     assert kinds == {"reflection", "consolidation", "plateau", "stage"} and focus == 3
+    # the three workers were managed by the supervisor process, and resumed with heartbeat prompts
+    assert [(w["agent_id"], w["backend"], w["state"]) for w in workers] == [
+        (f"worker-{i}", "scripted", "retired") for i in (1, 2, 3)
+    ]
+    assert {d["agent_id"] for d in delivered} == {"worker-1", "worker-2", "worker-3"}

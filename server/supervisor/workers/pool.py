@@ -50,6 +50,7 @@ class Worker:
     crashes: deque[float] = field(default_factory=deque)
     wake_at: float | None = None
     pending_prompt: str | None = None
+    unanswered: list[str] = field(default_factory=list)  # delivered prompts no session has taken in yet
 
 
 class WorkerPool:
@@ -101,8 +102,14 @@ class WorkerPool:
             worker.pending_prompt = prompt
             self._emit(worker, worker.state, "queued", prompt=prompt)
             return
+        process = worker.process
+        if process is None or process.session_id is not None:
+            worker.unanswered = []  # the turn ended, or the CLI has the prompt in its session already
+        # A turn interrupted before the CLI took its prompt into a session: the prompt travels with the new one.
+        worker.unanswered.append(prompt)
         self._interrupt(worker)
-        self._launch(worker, prompt, resume=worker.session_id is not None, event="delivered")
+        combined = "\n\n".join(worker.unanswered)
+        self._launch(worker, combined, resume=worker.session_id is not None, event="delivered")
 
     def poll(self) -> list[Event]:
         """Check every worker once (exits, stalls, wake-ups); return the events since the last poll."""

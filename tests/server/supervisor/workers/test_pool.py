@@ -13,7 +13,7 @@ from server.supervisor.workers.settings import WorkerSettings
 from tests.server.conftest import Running
 from tests.server.supervisor.workers.conftest import named, wait_for
 
-QUIET = WorkerSettings(restart_on_clean=False, sandbox="none")
+QUIET = WorkerSettings(restart_on_clean=False, sandbox="none", model_env={"AMID_SCRIPTED_PLAY": "echo"})
 
 
 def _test_cli(name: str, code: str) -> WorkerBackend:
@@ -113,6 +113,34 @@ def test_a_stall_is_exempt_while_the_worker_made_a_recent_tool_call(running: Run
         anyio.run(touch)
         pool.settings = settings.model_copy(update={"stall_timeout_s": 30.0})
         assert pool._busy(worker) is True
+    finally:
+        pool.stop()
+
+
+SLOW_START = (  # takes its prompt into a session only after a second, then waits
+    "import json, sys, time; time.sleep(1.0); print(json.dumps({'type': 'system', 'subtype': 'init', "
+    "'session_id': 's-1', 'prompt': sys.argv[-1]}), flush=True); time.sleep(600)"
+)
+
+
+def test_prompts_delivered_before_the_cli_took_them_travel_with_the_next_one(running: Running) -> None:
+    settings = QUIET.model_copy(update={"agent_prefix": "slow", "interrupt_grace_s": 2.0})
+    pool = WorkerPool(running.workspace, running.url, _test_cli("slow", SLOW_START), 1, settings=settings)
+    pool.start()
+    try:
+        [agent] = pool.agents
+        worker = pool.worker(agent)
+        took_prompt = lambda ev: worker.process is not None and worker.process.session_id is not None  # noqa: E731
+        wait_for(pool, took_prompt)
+        pool.deliver(agent, "FIRST heartbeat")  # the CLI has its session: it takes this prompt in a second
+        pool.deliver(agent, "SECOND heartbeat")  # interrupts it before it did: both go to the next turn
+        wait_for(pool, took_prompt)
+        seen = [json.loads(line) for line in worker.log_path.read_text().splitlines() if line.startswith("{")]
+        assert seen[-1]["prompt"] == "FIRST heartbeat\n\nSECOND heartbeat"
+        pool.deliver(agent, "THIRD heartbeat")  # the last turn took its prompts in: only the new one is sent
+        wait_for(pool, took_prompt)
+        seen = [json.loads(line) for line in worker.log_path.read_text().splitlines() if line.startswith("{")]
+        assert seen[-1]["prompt"] == "THIRD heartbeat"
     finally:
         pool.stop()
 
