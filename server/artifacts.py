@@ -1,9 +1,14 @@
 """The content-addressed store of submitted evidence: `artifacts/<sha256>`, read-only.
 
 `collect` turns an agent's declared path into the files it names, each confined to the agent's
-worktree (symlinks resolved, no `..`, nothing under `private/` or `.git/`); `freeze` copies a
-file into the store while hashing the very bytes it copies, so the stored hash always matches the
-stored bytes even if the agent keeps writing to its own copy.
+worktree (symlinks resolved, no `..`, nothing under `private/` or `.git/`, regular readable files
+only); `freeze` copies a file into the store while hashing the very bytes it copies, so the stored
+hash always matches the stored bytes even if the agent keeps writing to its own copy.
+
+Durability: `freeze` and `write_manifest` fsync the file and then its folder (after the rename)
+before they return, and both return before the ledger transaction that acknowledges the attempt
+commits (attempts run `freeze` first, and `write_manifest` inside the transaction); so an
+acknowledged attempt's evidence survives a power loss as well as a killed server.
 """
 
 from __future__ import annotations
@@ -17,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any
 
-from server.errors import Forbidden, InvalidInput
-from server.paths import agent_worktree, confine
+from server.errors import Forbidden, InvalidInput, shown
+from server.paths import agent_worktree, confine, os_errors_as_input, readable_file
 from server.workspace import Workspace
 
 CHUNK = 1 << 20
@@ -43,35 +48,55 @@ class FrozenFile:
 def collect(workspace: Workspace, agent_id: str, declared: str, field: str) -> list[DeclaredFile]:
     """The files a declared path names: the file itself, or every file under the folder."""
     if any(part == ".." for part in PurePath(declared).parts):
-        raise Forbidden(f"{field}: {declared!r} contains '..'; name paths inside your worktree", field=field)
+        raise Forbidden(f"{field}: {shown(declared)} contains '..'; name paths inside your worktree", field=field)
     root = agent_worktree(workspace, agent_id)
-    path = _confined(workspace, agent_id, root, declared, field)
-    if path.is_file():
-        return [DeclaredFile(path, str(path.relative_to(root)), None)]
-    if not path.is_dir():
-        raise InvalidInput(f"{field}: {declared!r} does not exist in your worktree {root}", field=field)
+    with os_errors_as_input(field, declared):
+        path = _confined(workspace, agent_id, root, declared, field)
+        if path.is_file():
+            return [_regular(DeclaredFile(path, str(path.relative_to(root)), None), field)]
+        if not path.is_dir():
+            raise InvalidInput(f"{field}: {shown(declared)} does not exist in your worktree {root}", field=field)
+        return _walk(workspace, agent_id, root, path, declared, field)
+
+
+def _walk(workspace: Workspace, agent_id: str, root: Path, path: Path, declared: str, field: str) -> list[DeclaredFile]:
     found = []
     for folder, dirnames, filenames in os.walk(path):
         for name in sorted(dirnames):
             if (Path(folder) / name).is_symlink():
-                raise Forbidden(f"{field}: {declared!r} holds a symlinked folder {name!r}; copy the files", field=field)
+                raise Forbidden(
+                    f"{field}: {shown(declared)} holds a symlinked folder {shown(name)}; copy the files", field=field
+                )
         dirnames.sort()
         for name in sorted(filenames):
             rel = os.path.relpath(Path(folder) / name, root)
             source = _confined(workspace, agent_id, root, rel, field)
-            found.append(DeclaredFile(source, rel, Path(os.path.relpath(Path(folder) / name, path)).as_posix()))
+            member = Path(os.path.relpath(Path(folder) / name, path)).as_posix()
+            found.append(_regular(DeclaredFile(source, rel, member), field))
             if len(found) > MAX_FILES:
-                raise InvalidInput(f"{field}: {declared!r} holds more than {MAX_FILES} files", field=field)
+                raise InvalidInput(f"{field}: {shown(declared)} holds more than {MAX_FILES} files", field=field)
     if not found:
-        raise InvalidInput(f"{field}: folder {declared!r} is empty", field=field)
+        raise InvalidInput(f"{field}: folder {shown(declared)} is empty", field=field)
     return found
+
+
+def _regular(declared: DeclaredFile, field: str) -> DeclaredFile:
+    if not readable_file(declared.source):
+        raise InvalidInput(
+            f"{field}: {shown(declared.declared_path)} is not a regular file this server may read; "
+            "submit plain files (chmod u+r)",
+            field=field,
+        )
+    return declared
 
 
 def _confined(workspace: Workspace, agent_id: str, root: Path, declared: str, field: str) -> Path:
     resolved = confine(workspace, agent_id, declared, field)
     inside = resolved.relative_to(root).parts
     if FORBIDDEN_PARTS & set(inside):
-        raise Forbidden(f"{field}: {declared!r} lies under private/ or .git/; submit your own outputs", field=field)
+        raise Forbidden(
+            f"{field}: {shown(declared)} lies under private/ or .git/; submit your own outputs", field=field
+        )
     return resolved
 
 
@@ -92,6 +117,8 @@ class ArtifactStore:
                     size += len(chunk)
                     if progress:
                         progress(len(chunk))
+                out.flush()
+                os.fsync(out.fileno())
             sha256 = digest.hexdigest()
             target = self.root / sha256
             if target.exists():
@@ -99,6 +126,7 @@ class ArtifactStore:
             else:
                 os.chmod(tmp_name, 0o444)
                 os.replace(tmp_name, target)
+                fsync_dir(self.root)
         except BaseException:
             Path(tmp_name).unlink(missing_ok=True)
             raise
@@ -109,10 +137,23 @@ class ArtifactStore:
         folder.mkdir(exist_ok=True)
         path = folder / f"{attempt_id}.json"
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
+        with tmp.open("w", encoding="utf-8") as out:
+            out.write(json.dumps(manifest, indent=1, sort_keys=True))
+            out.flush()
+            os.fsync(out.fileno())
         os.chmod(tmp, 0o444)
         os.replace(tmp, path)
+        fsync_dir(folder)
         return f"artifacts/manifests/{attempt_id}.json"
+
+
+def fsync_dir(folder: Path) -> None:
+    """Make a rename in `folder` durable: the new name is on disk once this returns."""
+    handle = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
 
 
 def sha256_of(path: Path) -> str:

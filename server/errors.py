@@ -56,9 +56,22 @@ class JobFailed(AmidError):
     code = "JOB_FAILED"
 
 
+SHOWN_CHARS = 200  # what a message echoes of a received value: enough to recognise it, never a 1 MB echo
+MESSAGE_CHARS = 2000  # the longest tool error text (and log line) the edge lets through
+
+
+def cut(text: str, limit: int = SHOWN_CHARS) -> str:
+    """`text` if short, else its start and how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit} more characters)"
+
+
+def shown(received: object) -> str:
+    """A received value as a message shows it: its repr, cut to SHOWN_CHARS."""
+    return cut(repr(received))
+
+
 def invalid(field: str, received: object, expected: str) -> InvalidInput:
     """Build the standard message: which field, what came, what would be accepted."""
-    shown = repr(received)
-    if len(shown) > 120:
-        shown = shown[:117] + "..."
-    return InvalidInput(f"{field}: got {shown}; expected {expected}", field=field)
+    return InvalidInput(f"{field}: got {shown(received)}; expected {expected}", field=field)

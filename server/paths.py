@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import errno
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from server.errors import Forbidden, InvalidInput, NotFound
+from server.errors import Forbidden, InvalidInput, NotFound, shown
 from server.workspace import Workspace
 
 
@@ -21,10 +25,32 @@ def confine(workspace: Workspace, agent_id: str, path: str, field: str) -> Path:
     root = agent_worktree(workspace, agent_id)
     if "\x00" in path:
         raise InvalidInput(f"{field}: contains a NUL byte", field=field)
-    resolved = (root / path).resolve()
+    with os_errors_as_input(field, path):
+        resolved = (root / path).resolve()
     private = workspace.private_dir.resolve()
     if resolved == private or private in resolved.parents:
-        raise Forbidden(f"{field}: {path!r} is under private/, which no tool reads for an agent", field=field)
+        raise Forbidden(f"{field}: {shown(path)} is under private/, which no tool reads for an agent", field=field)
     if resolved != root and root not in resolved.parents:
-        raise Forbidden(f"{field}: {path!r} resolves outside your worktree {root}; use a path inside it", field=field)
+        raise Forbidden(
+            f"{field}: {shown(path)} resolves outside your worktree {root}; use a path inside it", field=field
+        )
     return resolved
+
+
+@contextmanager
+def os_errors_as_input(field: str, path: str) -> Iterator[None]:
+    """An OS refusal of an agent's path (name too long, symlink loop, no permission, not a
+    folder, …) is the caller's input to fix: INVALID_INPUT naming the field and the reason."""
+    try:
+        yield
+    except OSError as exc:
+        reason = errno.errorcode.get(exc.errno or 0, "OSError")
+        raise InvalidInput(
+            f"{field}: got {shown(path)}; expected a path the file system accepts ({reason}: {exc.strerror or exc})",
+            field=field,
+        ) from None
+
+
+def readable_file(path: Path) -> bool:
+    """A regular file this process may read (not a FIFO, socket or device, which would block or lie)."""
+    return path.is_file() and os.access(path, os.R_OK)

@@ -9,7 +9,9 @@ events log, attach the caller's pending heartbeats, and turn `AmidError` into a 
 
 from __future__ import annotations
 
+import hashlib
 import inspect
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,12 +24,15 @@ from mcp.server import MCPServer
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from server.context import Services, ToolContext
-from server.errors import AmidError, Forbidden, InvalidInput
+from server.errors import MESSAGE_CHARS, AmidError, Conflict, Forbidden, cut, shown
 from server.ledger import Identity, Role
+from server.ledger.idempotency import Receipt
+from server.validation import validate_arguments
 
 ALL_ROLES: frozenset[Role] = frozenset({"agent", "supervisor", "human"})
 WORKERS: frozenset[Role] = frozenset({"agent", "supervisor"})
@@ -40,6 +45,11 @@ class ToolResult(BaseModel):
 
 
 Progress = Callable[[float, float | None, str | None], None]
+Created = Annotated[bool, Field(description="false: this idempotency_key was used before; its first result")]
+IdempotencyKey = Annotated[
+    str | None,
+    Field(min_length=1, max_length=128, description="retry-safe: a repeat returns the first result"),
+]
 
 
 @dataclass(frozen=True)
@@ -54,6 +64,7 @@ class ToolSpec:
     idempotent: bool = False
     destructive: bool = False
     wants_progress: bool = False
+    keyed: bool = False  # an `idempotency_key` argument and a `created` result, handled by `_once`
 
     @property
     def description(self) -> str:
@@ -81,14 +92,21 @@ def _signature(spec: ToolSpec) -> inspect.Signature:
 
 
 def _validate(spec: ToolSpec, arguments: dict[str, Any]) -> BaseModel:
-    """Checks that span fields (model validators) run here; name the field and the fix."""
-    try:
-        return spec.input_model.model_validate(arguments)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "arguments"
-        message = first["msg"].removeprefix("Value error, ")
-        raise InvalidInput(f"{where}: {message}", field=where) from None
+    """Every check runs here (the SDK's own is bypassed, see `_RawArguments`): strict types, no
+    unknown names, model validators; each refusal names the field and the fix."""
+    return validate_arguments(spec.input_model, arguments)
+
+
+class _RawArguments(ArgModelBase):
+    """The SDK validates arguments against a model of the handler's signature before calling it,
+    and answers a mismatch in pydantic's own words (naming its internal `…Arguments` model). This
+    model accepts any arguments and hands them over unchanged; `_validate` then checks them with
+    coded errors. The published inputSchema still comes from the signature."""
+
+    model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True)
+
+    def model_dump_one_level(self) -> dict[str, Any]:
+        return {"raw_arguments": dict(self.__pydantic_extra__ or {})}
 
 
 def _run_call(spec: ToolSpec, ctx: ToolContext, arguments: dict[str, Any], progress: Progress | None) -> ToolResult:
@@ -99,7 +117,7 @@ def _run_call(spec: ToolSpec, ctx: ToolContext, arguments: dict[str, Any], progr
             allowed = ", ".join(sorted(spec.roles))
             raise Forbidden(f"{spec.name} needs role {allowed}; agent {ctx.caller.agent_id!r} is {ctx.caller.role!r}")
         request = _validate(spec, arguments)
-        result = spec.run(ctx, request, progress) if spec.wants_progress else spec.run(ctx, request)
+        result = _once(spec, ctx, request, progress) if spec.keyed else _perform(spec, ctx, request, progress)
         if ctx.caller.role != "human":
             pending = ctx.ledger.activity.take_inbox(ctx.caller.agent_id)
             result.inbox = [f"[{row['kind']} #{row['heartbeat_id']}] {row['prompt']}" for row in pending]
@@ -117,15 +135,55 @@ def _run_call(spec: ToolSpec, ctx: ToolContext, arguments: dict[str, Any], progr
         )
 
 
+def _perform(spec: ToolSpec, ctx: ToolContext, request: BaseModel, progress: Progress | None) -> ToolResult:
+    return spec.run(ctx, request, progress) if spec.wants_progress else spec.run(ctx, request)
+
+
+_KEY_LOCKS = tuple(threading.Lock() for _ in range(64))  # striped: one key's calls run one at a time
+
+
+def receipt_for(spec_name: str, ctx: ToolContext, request: BaseModel) -> Receipt | None:
+    """The receipt a keyed call records (None without a key); its digest covers every argument
+    but the key, so a repeat with other content is told apart."""
+    key = getattr(request, "idempotency_key", None)
+    if key is None:
+        return None
+    content = request.model_dump_json(exclude={"idempotency_key"})
+    return Receipt(ctx.caller.agent_id, spec_name, key, hashlib.sha256(content.encode()).hexdigest())
+
+
+def _once(spec: ToolSpec, ctx: ToolContext, request: BaseModel, progress: Progress | None) -> ToolResult:
+    """A keyed write: a repeated key returns the first result (created: false) if the arguments are
+    the same, and is a Conflict naming the key if they differ. The key is recorded after the work,
+    in the work's own transaction where the tool passes the receipt to the ledger (post_note)."""
+    receipt = receipt_for(spec.name, ctx, request)
+    if receipt is None:
+        return _perform(spec, ctx, request, progress)
+    with _KEY_LOCKS[hash((receipt.agent_id, receipt.tool, receipt.key)) % len(_KEY_LOCKS)]:
+        known = ctx.ledger.idempotency.get(receipt.agent_id, receipt.tool, receipt.key)
+        if known is not None:
+            if known["request_digest"] != receipt.request_digest:
+                raise Conflict(
+                    f"idempotency_key: {shown(receipt.key)} was used at {known['created_at']:%Y-%m-%d %H:%M:%S} "
+                    f"for a {spec.name} call with other arguments; resend the same arguments to get its result, "
+                    "or use a new key",
+                    field="idempotency_key",
+                )
+            return spec.output_model.model_validate({**known["result"], "created": False})
+        result = _perform(spec, ctx, request, progress)
+        ctx.ledger.idempotency.record(receipt, result.model_dump(mode="json", exclude={"inbox", "created"}))
+        return result
+
+
 def _make_handler(spec: ToolSpec, services: Services, local_identity: Identity | None) -> Callable[..., Any]:
-    async def handler(mcp_context: Context, **arguments: Any) -> ToolResult:
+    async def handler(mcp_context: Context, raw_arguments: dict[str, Any]) -> ToolResult:
         try:
             caller = resolve_identity(services, local_identity)
             ctx = ToolContext(services=services, caller=caller)
             progress = _progress_bridge(mcp_context) if spec.wants_progress else None
-            return await anyio.to_thread.run_sync(_run_call, spec, ctx, arguments, progress)
+            return await anyio.to_thread.run_sync(_run_call, spec, ctx, raw_arguments, progress)
         except AmidError as exc:
-            raise ToolError(f"{exc.code}: {exc.message}") from None
+            raise ToolError(cut(f"{exc.code}: {exc.message}", MESSAGE_CHARS)) from None
 
     handler.__name__ = spec.name
     signature = _signature(spec)
@@ -146,6 +204,10 @@ def _progress_bridge(mcp_context: Context) -> Progress:
 
 
 def register(mcp: MCPServer, spec: ToolSpec, services: Services, local_identity: Identity | None) -> None:
+    if spec.keyed and not (
+        "idempotency_key" in spec.input_model.model_fields and "created" in spec.output_model.model_fields
+    ):
+        raise TypeError(f"{spec.name}: a keyed tool needs an idempotency_key argument and a created result")
     annotations = ToolAnnotations(
         read_only_hint=spec.read_only,
         idempotent_hint=spec.idempotent or spec.read_only,
@@ -165,17 +227,49 @@ def register(mcp: MCPServer, spec: ToolSpec, services: Services, local_identity:
     # hook for this, hence the one reach into its tool manager.
     tool = mcp._tool_manager.get_tool(spec.name)
     if tool is not None:
+        tool.fn_metadata.arg_model = _RawArguments
+        _close_objects(tool.parameters)
         _compact(tool.parameters, ("title",))
+        _drop_null_defaults(tool.parameters)
         # Output schemas tell a client the shape; the prose is in the tool description.
         _compact(tool.fn_metadata.output_schema, ("title", "description", "default", "required"))
 
 
+def _close_objects(schema: dict[str, Any]) -> None:
+    """`additionalProperties: false` on the arguments object and on every model in `$defs`: true of
+    them, since `_validate` refuses unknown names at every depth (dict-typed fields keep theirs)."""
+    schema["additionalProperties"] = False
+    for sub in (schema.get("$defs") or {}).values():
+        if isinstance(sub, dict) and "properties" in sub:
+            sub.setdefault("additionalProperties", False)
+
+
+def _drop_null_defaults(schema: dict[str, Any]) -> None:
+    """`default: null` on an optional argument says only that it may be left out, which `required`
+    says already."""
+    for sub in [*(schema.get("properties") or {}).values(), *(schema.get("$defs") or {}).values()]:
+        if isinstance(sub, dict):
+            if "default" in sub and sub["default"] is None:
+                sub.pop("default")
+            _drop_null_defaults(sub)
+
+
 def _merge_nullable(schema: dict[str, Any]) -> None:
-    """`anyOf: [{type: T}, {type: null}]` says the same as `type: [T, null]`, in fewer bytes."""
+    """`anyOf: [{type: T, …}, {type: null}]` says the same as `type: [T, null], …`, in fewer bytes
+    (a constraint such as maxLength applies to T's values only; null has none to break)."""
     options = schema.get("anyOf")
-    if isinstance(options, list) and all(set(o) == {"type"} and isinstance(o["type"], str) for o in options):
+    if not isinstance(options, list) or not all(isinstance(o, dict) for o in options):
+        return
+    if all(set(o) == {"type"} and isinstance(o["type"], str) for o in options):
         schema.pop("anyOf")
         schema["type"] = [o["type"] for o in options]
+        return
+    typed = [o for o in options if o != {"type": "null"}]
+    if len(options) == 2 and len(typed) == 1 and isinstance(typed[0].get("type"), str):
+        only = typed[0]
+        if not set(only) & (set(schema) | {"$ref", "anyOf", "oneOf", "allOf", "properties", "items"}):
+            schema.pop("anyOf")
+            schema.update({**only, "type": [only["type"], "null"]})
 
 
 def _compact(schema: Any, keywords: tuple[str, ...]) -> None:

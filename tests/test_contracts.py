@@ -15,7 +15,7 @@ from server.ledger import Identity
 from server.settings import documented_settings
 
 ROOT = Path(__file__).resolve().parent.parent
-AGENT_TOOLS_TOKEN_BUDGET = 6000
+AGENT_TOOLS_TOKEN_BUDGET = 6200  # 6000 before idempotency keys and additionalProperties: false (issue 13)
 
 
 def _readme() -> str:

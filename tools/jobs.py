@@ -13,9 +13,9 @@ from pydantic import BaseModel, Field
 
 from server import runtime
 from server.context import ToolContext
-from server.errors import Forbidden, NotFound
+from server.errors import Forbidden, NotFound, shown
 from server.paths import confine
-from server.toolkit import ALL_ROLES, WORKERS, Progress, ToolResult, ToolSpec
+from server.toolkit import ALL_ROLES, WORKERS, Created, IdempotencyKey, Progress, ToolResult, ToolSpec
 
 
 class RunJobInput(BaseModel):
@@ -28,6 +28,7 @@ class RunJobInput(BaseModel):
     env: dict[str, str] = Field(default_factory=dict, description="extra environment variables")
     lane_id: str | None = None
     attempt_id: str | None = None
+    idempotency_key: IdempotencyKey = None
 
 
 class JobView(ToolResult):
@@ -61,7 +62,11 @@ def _view(ctx: ToolContext, state: Any, tail_bytes: int = 0) -> JobView:
     )
 
 
-def run_gpu_job(ctx: ToolContext, request: RunJobInput) -> JobView:
+class StartedJob(JobView):
+    created: Created = True
+
+
+def run_gpu_job(ctx: ToolContext, request: RunJobInput) -> StartedJob:
     """Start a command as a detached job in your worktree (GPUs pinned by UUID); returns job_id at once.
     Poll get_job."""
     from server.jobs.spec import JobSpec
@@ -73,7 +78,7 @@ def run_gpu_job(ctx: ToolContext, request: RunJobInput) -> JobView:
         cpus=request.cpus, time_limit_s=request.time_limit_s, env=request.env, tags=tags,
     )  # fmt: skip
     state = runtime.scheduler(ctx.services).submit(ctx.caller.agent_id, spec)
-    return _view(ctx, state)
+    return StartedJob(**_view(ctx, state).model_dump())
 
 
 class JobRef(BaseModel):
@@ -89,9 +94,9 @@ def _own(ctx: ToolContext, job_id: str) -> Any:
     try:
         state = runtime.scheduler(ctx.services).get(job_id)
     except (KeyError, NotFound):
-        raise NotFound(f"job_id: no job {job_id!r}; see list_jobs", field="job_id") from None
+        raise NotFound(f"job_id: no job {shown(job_id)}; see list_jobs", field="job_id") from None
     if ctx.caller.role == "agent" and state.agent_id != ctx.caller.agent_id:
-        raise Forbidden(f"job_id: job {job_id!r} belongs to another agent", field="job_id")
+        raise Forbidden(f"job_id: job {shown(job_id)} belongs to another agent", field="job_id")
     return state
 
 
@@ -133,7 +138,7 @@ def list_jobs(ctx: ToolContext, request: ListJobsInput) -> JobList:
     return JobList(jobs=[_view(ctx, s) for s in states[: request.limit]], total=len(states))
 
 
-RUN = ToolSpec("run_gpu_job", "Run a job", RunJobInput, JobView, run_gpu_job, roles=WORKERS)
+RUN = ToolSpec("run_gpu_job", "Run a job", RunJobInput, StartedJob, run_gpu_job, roles=WORKERS, keyed=True)
 GET = ToolSpec("get_job", "Get a job", GetJobInput, JobView, get_job, roles=ALL_ROLES, read_only=True,
                wants_progress=True)  # fmt: skip
 CANCEL = ToolSpec("cancel_job", "Cancel a job", JobRef, JobView, cancel_job, roles=WORKERS, destructive=True)

@@ -9,9 +9,9 @@ from pydantic import BaseModel, Field, ValidationError
 
 from registry.schemas import LaneFamily, Predicate
 from server.context import ToolContext
-from server.errors import Conflict, invalid
+from server.errors import Conflict, invalid, shown
 from server.ledger import utcnow
-from server.toolkit import ALL_ROLES, WORKERS, ToolResult, ToolSpec
+from server.toolkit import ALL_ROLES, WORKERS, Created, IdempotencyKey, ToolResult, ToolSpec
 from tools.lane_plan import add_proposal, ensure_portfolio, excluded_ideas, lane_file
 from tools.planning.proposals import LaneProposal
 from tools.planning.render import PORTFOLIO_FILE
@@ -57,6 +57,7 @@ def list_lanes(ctx: ToolContext, request: ListLanesInput) -> ListLanesResult:
 
 class ClaimLaneInput(BaseModel):
     lane_id: LaneId
+    idempotency_key: IdempotencyKey = None
 
 
 class ClaimLaneResult(ToolResult):
@@ -65,6 +66,7 @@ class ClaimLaneResult(ToolResult):
     released: list[str]
     lane_file: str
     tried: list[str]
+    created: Created = True
 
 
 def claim_lane(ctx: ToolContext, request: ClaimLaneInput) -> ClaimLaneResult:
@@ -113,17 +115,19 @@ def _tried(history: dict[str, list[dict[str, Any]]], me: str) -> list[str]:
 
 class ReleaseLaneInput(BaseModel):
     lane_id: LaneId
+    idempotency_key: IdempotencyKey = None
 
 
 class ReleaseLaneResult(ToolResult):
     lane_id: str
     status: str
+    created: Created = True
 
 
 def release_lane(ctx: ToolContext, request: ReleaseLaneInput) -> ReleaseLaneResult:
     """Give your lane back (post a note on what you learned first)."""
     if not ctx.ledger.lanes.release(request.lane_id, ctx.caller.agent_id, utcnow()):
-        raise Conflict(f"lane_id: you hold no claim on lane {request.lane_id!r}", field="lane_id")
+        raise Conflict(f"lane_id: you hold no claim on lane {shown(request.lane_id)}", field="lane_id")
     ctx.ledger.activity.log(
         "lane_released", agent_id=ctx.caller.agent_id, subject_type="lane", subject_id=request.lane_id
     )
@@ -168,7 +172,9 @@ def _proposal(request: ProposeLaneInput) -> LaneProposal:
 LIST = ToolSpec(
     "list_lanes", "List lanes", ListLanesInput, ListLanesResult, list_lanes, roles=ALL_ROLES, read_only=True
 )
-CLAIM = ToolSpec("claim_lane", "Claim lane", ClaimLaneInput, ClaimLaneResult, claim_lane, roles=WORKERS)
-RELEASE = ToolSpec("release_lane", "Release lane", ReleaseLaneInput, ReleaseLaneResult, release_lane, roles=WORKERS)
+CLAIM = ToolSpec("claim_lane", "Claim lane", ClaimLaneInput, ClaimLaneResult, claim_lane, roles=WORKERS, keyed=True)
+RELEASE = ToolSpec(
+    "release_lane", "Release lane", ReleaseLaneInput, ReleaseLaneResult, release_lane, roles=WORKERS, keyed=True
+)
 PROPOSE = ToolSpec("propose_lane", "Propose lane", ProposeLaneInput, ProposeLaneResult, propose_lane, roles=WORKERS)
 TOOLS = [LIST, CLAIM, RELEASE, PROPOSE]

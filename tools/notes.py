@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
 from server.context import ToolContext
-from server.errors import NotFound
-from server.toolkit import ALL_ROLES, WORKERS, ToolResult, ToolSpec
+from server.errors import NotFound, shown
+from server.toolkit import ALL_ROLES, WORKERS, Created, IdempotencyKey, ToolResult, ToolSpec, receipt_for
 
 NoteKind = Literal["observation", "reflection", "focus", "decision"]
 FOCUS_FIELDS = ("focus", "evidence", "remaining_budget", "abandon_condition")
@@ -24,6 +25,7 @@ class PostNoteInput(BaseModel):
     evidence: str | None = Field(default=None, description="focus notes: the verified results behind it")
     remaining_budget: str | None = Field(default=None, description="focus notes: time/GPU you will spend")
     abandon_condition: str | None = Field(default=None, description="focus notes: when you will stop")
+    idempotency_key: IdempotencyKey = None
 
     @model_validator(mode="after")
     def _focus_notes_are_complete(self) -> PostNoteInput:
@@ -47,6 +49,7 @@ class NoteView(BaseModel):
 class PostNoteResult(ToolResult):
     note_id: int
     path: str
+    created: Created = True
 
 
 def _slug(text: str) -> str:
@@ -56,17 +59,26 @@ def _slug(text: str) -> str:
 def post_note(ctx: ToolContext, request: PostNoteInput) -> PostNoteResult:
     """Write a note to the shared memory (observation, reflection, focus with exit condition, decision)."""
     if request.lane_id and not ctx.ledger.db.scalar("SELECT count(*) FROM lanes WHERE lane_id = ?", [request.lane_id]):
-        raise NotFound(f"lane_id: no lane {request.lane_id!r}; see list_lanes", field="lane_id")
+        raise NotFound(f"lane_id: no lane {shown(request.lane_id)}; see list_lanes", field="lane_id")
     data = {name: getattr(request, name) for name in FOCUS_FIELDS if getattr(request, name)}
+
+    def result_of(note_id: int) -> dict[str, object]:
+        return {"note_id": note_id, "path": ctx.workspace.relative(_note_path(ctx, note_id, request.title))}
+
     note_id = ctx.ledger.notes.add(
-        ctx.caller.agent_id, request.kind, request.lane_id, request.title, request.body, data
-    )
-    path = ctx.workspace.memory_dir / "notes" / f"{note_id:05d}-{_slug(request.title)}.md"
+        ctx.caller.agent_id, request.kind, request.lane_id, request.title, request.body, data,
+        receipt=receipt_for(POST_NOTE, ctx, request), result_of=result_of,
+    )  # fmt: skip
+    path = _note_path(ctx, note_id, request.title)
     extra = "".join(f"- **{k.replace('_', ' ')}**: {v}\n" for k, v in data.items())
     lane = f" · lane {request.lane_id}" if request.lane_id else ""
     header = f"# {request.title}\n\n_{request.kind} by {ctx.caller.agent_id}{lane}_\n\n"
     path.write_text(header + extra + ("\n" if extra else "") + request.body + "\n", encoding="utf-8")
     return PostNoteResult(note_id=note_id, path=ctx.workspace.relative(path))
+
+
+def _note_path(ctx: ToolContext, note_id: int, title: str) -> Path:
+    return ctx.workspace.memory_dir / "notes" / f"{note_id:05d}-{_slug(title)}.md"
 
 
 class ReadNotesInput(BaseModel):
@@ -97,7 +109,8 @@ def read_notes(ctx: ToolContext, request: ReadNotesInput) -> ReadNotesResult:
     return ReadNotesResult(notes=notes, next_before_id=notes[-1].note_id if len(rows) > request.limit else None)
 
 
-POST = ToolSpec("post_note", "Post a note", PostNoteInput, PostNoteResult, post_note, roles=WORKERS)
+POST_NOTE = "post_note"
+POST = ToolSpec(POST_NOTE, "Post a note", PostNoteInput, PostNoteResult, post_note, roles=WORKERS, keyed=True)
 READ = ToolSpec(
     "read_notes", "Read notes", ReadNotesInput, ReadNotesResult, read_notes, roles=ALL_ROLES, read_only=True
 )

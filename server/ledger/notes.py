@@ -3,23 +3,32 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from server.ledger.database import Database, utcnow
+from server.ledger.idempotency import IdempotencyKeys, Receipt
 
 
 class Notes:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    def add(self, agent_id: str, kind: str, lane_id: str | None, title: str, body: str, data: dict[str, Any]) -> int:
+    def add(
+        self, agent_id: str, kind: str, lane_id: str | None, title: str, body: str, data: dict[str, Any],
+        *, receipt: Receipt | None = None, result_of: Callable[[int], dict[str, Any]] | None = None,
+    ) -> int:  # fmt: skip
+        """Insert a note; with a receipt, its idempotency key commits in the same transaction (a
+        retried post after a lost answer finds it, whenever the server died)."""
         with self.db.transaction() as cur:
             row = cur.execute(
                 "INSERT INTO notes (agent_id, kind, lane_id, title, body, data, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING note_id",
                 [agent_id, kind, lane_id, title, body, json.dumps(data), utcnow()],
             ).fetchone()
-        assert row is not None
+            assert row is not None
+            if receipt is not None and result_of is not None:
+                IdempotencyKeys.insert(cur, receipt, result_of(int(row[0])))
         return int(row[0])
 
     def list(
