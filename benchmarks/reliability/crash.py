@@ -38,6 +38,7 @@ from server.workspace import Workspace
 
 MOMENTS = ("submit", "startup", "note", "review", "job")
 CALL_TIMEOUT_S = 45.0
+GIVE_UP_S = 240.0  # a client stops retrying a call after this long (the server never came back)
 JOB_S = 1.5
 SETTINGS = {"AMID_MAX_PENDING_REVIEWS": "1000", "AMID_REVIEW_WORKERS": "1"}
 
@@ -93,8 +94,8 @@ class Writers:
 
     async def op(self, agent: Agent, tool: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
         """Call until answered: an unanswered call (server down, connection cut) is retried as it was."""
-        first = True
-        while True:
+        first, give_up = True, time.monotonic() + GIVE_UP_S
+        while time.monotonic() < give_up:
             try:
                 result = await asyncio.wait_for(self._once(agent, tool, arguments), CALL_TIMEOUT_S)
                 self.acked.calls[tool] += 1
@@ -107,6 +108,8 @@ class Writers:
                     await asyncio.sleep(0.2)
                 first = False
                 self.acked.retries[tool] += 1
+        self.acked.errors.append(f"{agent.agent_id} {tool}: no answer within {GIVE_UP_S:.0f} s of retries")
+        return None
 
     async def _once(self, agent: Agent, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         async with connect(self.url, agent.token) as client:
