@@ -167,3 +167,22 @@ async def test_two_agents_saving_one_new_name_at_once_get_one_owner(services: Se
     assert len(winners) == 1 and rows == [{"author": winners[0], "version": 1}]
     text = (services.workspace.memory_dir / "skills" / "shared-name" / "SKILL.md").read_text(encoding="utf-8")
     assert f"author: {winners[0]}\n" in text and f"by {winners[0]}" in text
+
+
+@pytest.mark.anyio
+async def test_a_skill_saved_before_versions_stays_its_authors(services: Services) -> None:
+    folder = services.workspace.memory_dir / "skills" / "old-skill"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text(
+        "---\nname: old-skill\ndescription: Read before the old procedure.\nauthor: ann\n---\n\nOld steps.\n",
+        encoding="utf-8",
+    )
+    async with local_client(services, "ben") as ben:
+        listed = {s["name"]: s for s in (await ok(ben, "list_skills"))["skills"]}
+        taken = await error(ben, "save_skill", _skill("old-skill"))
+    async with local_client(services, "ann") as ann:
+        saved = await ok(ann, "save_skill", _skill("old-skill"))
+    assert (listed["old-skill"]["author"], listed["old-skill"]["version"]) == ("ann", 1)
+    assert taken.startswith("CONFLICT: name: 'old-skill' is a skill of ann and is not yours")
+    assert (saved["version"], saved["created"]) == (1, True)
+    assert "author: ann\nversion: 1\n" in (folder / "SKILL.md").read_text(encoding="utf-8")
