@@ -21,6 +21,7 @@ class PackageEvidence:
     lane: dict[str, Any] | None
     artifacts: list[dict[str, Any]]  # frozen files: role, fold, member, declared_path, sha256, frozen_path
     verified: list[dict[str, Any]]  # reviewer metric rows: scope, fold, metric, value, counts
+    checks: list[dict[str, Any]]  # the review's check rows
     holdout_check: dict[str, Any] | None  # the review's HOLDOUT_GAP check
     review: dict[str, Any]  # the reviews row the verdict came from
     lineage: list[dict[str, Any]]  # parent, grandparent, …: attempt, commit, status, verdict
@@ -54,6 +55,7 @@ def gather(ledger: Ledger, attempt_id: str) -> PackageEvidence:
         lane=lane,
         artifacts=ledger.attempts.artifacts(attempt_id),
         verified=ledger.reviews.verified(attempt_id),
+        checks=checks,
         holdout_check=next((c for c in checks if c["code"] == "HOLDOUT_GAP"), None),
         review=review,
         lineage=lineage(ledger, ledger.attempts.get(attempt_id).get("parent_attempt_id")),

@@ -4,6 +4,7 @@ that leaves the old package whole, the choice recorded through choose_final, and
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -172,3 +173,13 @@ def test_finalize_names_the_problem_when_nothing_can_be_final(run_copy: Workspac
     with pytest.raises(Conflict, match="no attempt can be final"):
         finalize(ledger, run_copy)
     assert Path(run_copy.sub("package") / "manifest.json").is_file()
+
+
+def test_a_missing_review_file_is_packaged_from_the_ledger_and_marked(run_copy: Workspace, ledger: Ledger) -> None:
+    review_id = ledger.db.scalar("SELECT review_id FROM v_evidence WHERE attempt_id = ?", [final_attempt(ledger)])
+    (run_copy.root / "reviews" / f"{review_id}.json").unlink()
+    assert finalize(ledger, run_copy, force=True)["built"]
+    review = json.loads((run_copy.sub("package") / "review.json").read_text(encoding="utf-8"))
+    assert review["source"].startswith("ledger:") and review["verdict"] == "accepted"
+    assert any(c["code"] == "HOLDOUT_GAP" for c in review["checks"])
+    assert amid("verify-package", str(run_copy.sub("package"))).exit_code == 0
