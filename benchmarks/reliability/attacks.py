@@ -281,10 +281,21 @@ def role_attacks(scene: Scene) -> list[tuple[str, str, str, dict[str, Any]]]:
 
     found = []
     for spec in tool_specs():
+        sample = SAMPLES.get(spec.name) or _required_sample(spec.input_model.model_json_schema())
         for who, role in (("alice", "agent"), ("hugo", "human")):
             if role not in spec.roles:
-                found.append((f"{role} calls {spec.name}", who, spec.name, _fill(scene, SAMPLES[spec.name], spec.name)))
+                found.append((f"{role} calls {spec.name}", who, spec.name, _fill(scene, sample, spec.name)))
     return found
+
+
+def _required_sample(schema: dict[str, Any]) -> dict[str, Any]:
+    """Placeholder values for the required fields of a tool without a hand-written sample."""
+    values: dict[str, Any] = {}
+    for name in schema.get("required", []):
+        field_schema = schema["properties"][name]
+        by_type = {"integer": 0, "number": 0, "boolean": False, "array": [], "object": {}}
+        values[name] = (field_schema.get("enum") or [None])[0] or by_type.get(field_schema.get("type"), "role-attack")
+    return values
 
 
 def cross_agent_attacks(scene: Scene) -> list[tuple[str, str, dict[str, Any]]]:
