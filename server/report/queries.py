@@ -1,8 +1,9 @@
 """What the report reads from the ledger: one SELECT per figure or table, through one query function.
 
-Every query goes through `Query`, a function from SQL to rows: in the server it is the ledger's
-read-only path (`Database.read_only_query`: a parsed single SELECT with a row cap), so the report
-runs what a human's `amid sql` may run and nothing else.
+Every query goes through `Query`, a function from SQL to rows: on a ledger it is the human read
+path (`Database.human_query`: one SELECT on a snapshot, never on the agents' connection, with a
+time and row limit), so the report runs what `amid sql` may run, and a slow page never stalls
+agents. The figures read the researcher views of migration 0009 where one fits.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ def ledger_query(ledger: Ledger) -> Query:
     """Rows of one read-only SELECT on the ledger, as dicts."""
 
     def run(sql: str) -> list[Row]:
-        columns, rows = ledger.db.read_only_query(sql, ROW_LIMIT)
-        return [dict(zip(columns, row, strict=True)) for row in rows]
+        page = ledger.db.human_query(sql, limit=ROW_LIMIT)
+        return [dict(zip(page.columns, row, strict=True)) for row in page.rows]
 
     return run
 
@@ -45,8 +46,8 @@ SQL: dict[str, str] = {
     "UNION ALL SELECT 'notes', kind, count(*) FROM notes GROUP BY ALL "
     "UNION ALL SELECT 'heartbeats', kind, count(*) FROM heartbeats GROUP BY ALL",
     "last_event": "SELECT max(occurred_at) AS at FROM events",
-    "evidence": "SELECT attempt_id, agent_id, lane_id, status::VARCHAR AS status, budget_class, created_at, "
-    "reviewed_at, verified_score, n_folds, failed_codes FROM v_evidence ORDER BY created_at, attempt_id",
+    "evidence": "SELECT attempt_id, agent_id, lane_id, status::VARCHAR AS status, reviewed_at, verified_score "
+    "FROM v_score_over_time ORDER BY reviewed_at, attempt_id",
     "lanes": "SELECT l.lane_id, l.title, l.tier, l.status, l.rank, s.n_attempts, s.n_accepted, s.n_rejected, "
     "s.n_revoked FROM lanes l JOIN v_lane_summary s USING (lane_id) ORDER BY l.rank DESC, l.lane_id",
     "attempts": "SELECT attempt_id, agent_id, lane_id, status::VARCHAR AS status, parent_attempt_id, created_at "
@@ -54,15 +55,14 @@ SQL: dict[str, str] = {
     "reviews": "SELECT r.review_id, r.attempt_id, r.requested_by, r.requested_at, r.finished_at, r.verdict "
     "FROM reviews r ORDER BY r.requested_at",
     "heartbeats": "SELECT heartbeat_id, agent_id, kind, created_at FROM heartbeats ORDER BY created_at",
-    "failed_checks": "SELECT code, severity, count(*) AS n FROM v_failed_checks GROUP BY ALL ORDER BY n DESC, code",
-    "declared_verified": "SELECT d.attempt_id, d.fold, d.value AS declared, v.value AS verified, "
-    "a.status::VARCHAR AS status FROM metrics d JOIN metrics v ON v.attempt_id = d.attempt_id "
-    "AND v.fold = d.fold AND v.metric = d.metric AND v.source = 'reviewer' AND v.scope = 'fold' "
-    "JOIN attempts a ON a.attempt_id = d.attempt_id "
-    "WHERE d.source = 'agent' AND d.scope = 'fold' AND d.metric = {metric} ORDER BY d.attempt_id, d.fold",
-    "holdout": "SELECT e.attempt_id, e.lane_id, e.status::VARCHAR AS status, e.verified_score AS validation, "
-    "h.value AS holdout FROM v_evidence e JOIN metrics h ON h.attempt_id = e.attempt_id AND h.source = 'reviewer' "
-    "AND h.scope = 'holdout' AND h.metric = {metric} WHERE e.verified_score IS NOT NULL ORDER BY e.attempt_id",
+    "failed_checks": "SELECT code, severity, sum(n_failures) AS n FROM v_check_failures_by_code GROUP BY ALL "
+    "ORDER BY n DESC, code",
+    "declared_verified": "SELECT attempt_id, fold, declared_value AS declared, verified_value AS verified, "
+    "status::VARCHAR AS status FROM v_declared_vs_verified WHERE is_primary AND scope = 'fold' "
+    "AND declared_value IS NOT NULL AND verified_value IS NOT NULL ORDER BY attempt_id, fold",
+    "holdout": "SELECT s.attempt_id, s.lane_id, s.status::VARCHAR AS status, s.verified_score AS validation, "
+    "h.verified_value AS holdout FROM v_score_over_time s JOIN v_declared_vs_verified h "
+    "ON h.attempt_id = s.attempt_id AND h.scope = 'holdout' AND h.is_primary ORDER BY s.attempt_id",
     "leaderboard": "SELECT attempt_id, agent_id, lane_id, commit_sha, verified_score, n_folds FROM v_leaderboard",
     "final": "SELECT attempt_id, lane_id, verified_score, reason, package_path, decided_at FROM v_final_choice "
     "ORDER BY choice_id DESC LIMIT 1",
@@ -91,22 +91,13 @@ class RunData:
         return max(values) if self.higher_better else min(values)
 
 
-def _sql_string(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 def load_run(query: Query) -> RunData:
     """Read the run for the report through `query`."""
     state = {row["key"]: _state(row["value"]) for row in query(SQL["state"])}
-    metric = _sql_string(str(state.get("primary_metric") or ""))
     counts: dict[str, dict[str, int]] = {}
     for row in query(SQL["counts"]):
         counts.setdefault(row["what"], {})[str(row["status"])] = int(row["n"])
-    tables = {
-        name: query(sql.replace("{metric}", metric))
-        for name, sql in SQL.items()
-        if name not in {"state", "counts", "last_event"}
-    }
+    tables = {name: query(sql) for name, sql in SQL.items() if name not in {"state", "counts", "last_event"}}
     last = query(SQL["last_event"])
     return RunData(state=state, counts=counts, last_event=last[0]["at"] if last else None, tables=tables)
 

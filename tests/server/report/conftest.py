@@ -30,7 +30,10 @@ JOIN (SELECT attempt_id, avg(value) AS score FROM metrics
 WHERE a.status = 'accepted' GROUP BY a.lane_id
 """
 ATTEMPTS_PER_LANE = "SELECT lane_id, count(*) AS n FROM attempts GROUP BY lane_id"
-FAILED_PER_CODE = "SELECT code, count(*) AS n FROM check_results WHERE NOT passed GROUP BY code"
+FAILED_PER_CODE = """
+SELECT code, count(*) AS n FROM (SELECT code FROM check_results WHERE NOT passed
+                                 UNION ALL SELECT code FROM audit_checks WHERE NOT passed) GROUP BY code
+"""
 
 
 @dataclass(frozen=True)
