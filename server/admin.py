@@ -7,6 +7,7 @@ file) or, when no server runs, directly on the file. Results are plain JSON-able
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from server.context import Services
@@ -61,6 +62,16 @@ def _number(body: dict[str, Any], name: str, kind: type[int] | type[float], defa
     return kind(value)
 
 
+def export(ledger: Ledger, workspace: Workspace, body: dict[str, Any]) -> dict[str, Any]:
+    """Parquet files of every table and view (server/export.py); `out`: an absolute folder or none."""
+    from server.export import export_parquet
+
+    out = body.get("out")
+    if out is not None and not (isinstance(out, str) and Path(out).is_absolute()):
+        raise InvalidInput(f"out: got {out!r}; expected an absolute folder path", field="out")
+    return export_parquet(ledger, workspace, Path(out) if out else None)
+
+
 def token_create(ledger: Ledger, name: str, role: str) -> dict[str, Any]:
     token = ledger.identities.create_token(name, role)  # type: ignore[arg-type]
     ledger.activity.log("token_created", agent_id=None, subject_type="agent", subject_id=name, payload={"role": role})
@@ -101,9 +112,10 @@ ACTIONS: dict[str, Callable[[Ledger, Workspace, dict[str, Any]], dict[str, Any]]
     "finalize": lambda ledger, ws, body: package_action("finalize", ledger, ws, body),
     "package_record": lambda ledger, ws, body: package_action("package_record", ledger, ws, body),
     "report": lambda ledger, ws, body: {"html": build_report(ledger, ws)},
+    "export": lambda ledger, ws, body: export(ledger, ws, body),
 }
 # seconds the CLI waits for the server (sql: its longest time limit); others get DEFAULT_WAIT_S
-SLOW_ACTIONS = {"audit": 3600.0, "sql": 130.0, "finalize": 3600.0}
+SLOW_ACTIONS = {"audit": 3600.0, "sql": 130.0, "finalize": 3600.0, "export": 3600.0}
 DEFAULT_WAIT_S = 30.0
 
 

@@ -18,7 +18,7 @@ from server.errors import AmidError, Conflict, InvalidInput
 from server.ledger import Ledger
 from server.workspace import Workspace, read_server_marker
 
-READ_ACTIONS = {"status", "sql", "token_list"}
+READ_ACTIONS = {"status", "sql", "token_list", "export"}  # export: a snapshot copy, then Parquet
 
 
 def call(workspace: Workspace, action: str, body: dict[str, Any]) -> dict[str, Any]:

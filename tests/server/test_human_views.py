@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from server.ledger import Ledger, utcnow
-from server.ledger.attempts import NewAttempt
+from server.ledger.attempts import ArtifactRow, NewAttempt
 from server.ledger.reviews import CheckRow, MetricRow, ReviewOutcome
 from server.workspace import Workspace
 from tests.server.supervisor.seed import add_lanes
@@ -26,7 +26,7 @@ class Seeded:
     ids: dict[str, str]  # a1..a4 → attempt ids
 
 
-def _attempt(
+def seed_attempt(
     ledger: Ledger,
     agent: str,
     lane: str,
@@ -36,11 +36,13 @@ def _attempt(
     parent: str | None = None,
     declared: dict[int, dict[str, float]] | None = None,
     codes: tuple[str, ...] = (),
+    artifacts: list[ArtifactRow] | None = None,
 ) -> str:
+    """One attempt, its declared scores and a finished review with verified fold scores of `dice`."""
     new = NewAttempt(
         agent_id=agent, lane_id=lane, commit_sha="0" * 40, folds=list(range(len(verified))), budget_class="real",
         parent_attempt_id=parent, inference_command=None, idempotency_key=None, summary=None,
-        declared=declared or {},
+        declared=declared or {}, artifacts=artifacts or [],
     )  # fmt: skip
     attempt_id, _ = ledger.attempts.create(new)
     review, _ = ledger.reviews.request(attempt_id, agent, agent)
@@ -65,10 +67,10 @@ def seeded(workspace: Workspace) -> Iterator[Seeded]:
         ledger.lanes.claim("lane-a", agent, now=now, lease_s=600, max_claimants=2)
     ledger.lanes.release("lane-a", "alice", utcnow())
     ledger.lanes.release("lane-a", "bob", utcnow())
-    a1 = _attempt(ledger, "alice", "lane-a", [0.5, 0.7], declared={0: {"dice": 0.5}, 1: {"dice": 0.9}})
-    a2 = _attempt(ledger, "alice", "lane-a", [0.8, 0.8], accepted=False, parent=a1, codes=("DUPLICATE_PAYLOAD",))
-    a3 = _attempt(ledger, "bob", "lane-a", [0.8, 0.9], parent=a2)
-    a4 = _attempt(ledger, "bob", "lane-b", [0.4, 0.4], accepted=False, codes=("DUPLICATE_PAYLOAD", "HOLDOUT_GAP"))
+    a1 = seed_attempt(ledger, "alice", "lane-a", [0.5, 0.7], declared={0: {"dice": 0.5}, 1: {"dice": 0.9}})
+    a2 = seed_attempt(ledger, "alice", "lane-a", [0.8, 0.8], accepted=False, parent=a1, codes=("DUPLICATE_PAYLOAD",))
+    a3 = seed_attempt(ledger, "bob", "lane-a", [0.8, 0.9], parent=a2)
+    a4 = seed_attempt(ledger, "bob", "lane-b", [0.4, 0.4], accepted=False, codes=("DUPLICATE_PAYLOAD", "HOLDOUT_GAP"))
     ledger.supervision.decide_lane("lane-a", "covered", "2 accepted attempts", {}, "boss")
     yield Seeded(ledger, {"a1": a1, "a2": a2, "a3": a3, "a4": a4})
     ledger.close()
