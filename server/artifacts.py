@@ -54,6 +54,8 @@ def collect(workspace: Workspace, agent_id: str, declared: str, field: str) -> l
         path = _confined(workspace, agent_id, root, declared, field)
         if path.is_file():
             return [_regular(DeclaredFile(path, str(path.relative_to(root)), None), field)]
+        if path.exists() and not path.is_dir():
+            raise InvalidInput(f"{field}: {shown(declared)} is not a regular file or a folder", field=field)
         if not path.is_dir():
             raise InvalidInput(f"{field}: {shown(declared)} does not exist in your worktree {root}", field=field)
         return _walk(workspace, agent_id, root, path, declared, field)

@@ -21,10 +21,13 @@ class ToolCallFailed(AmidError):
 
 
 @asynccontextmanager
-async def connect(url: str, token: str, mode: Mode = "legacy") -> AsyncIterator[Client]:
+async def connect(
+    url: str, token: str, mode: Mode = "legacy", event_hooks: dict[str, list[Any]] | None = None
+) -> AsyncIterator[Client]:
+    """`event_hooks` go to the HTTP client (the fuzz suite counts 5xx answers with one)."""
     headers = {"Authorization": f"Bearer {token}"}
     async with (
-        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60.0)) as http,
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60.0), event_hooks=event_hooks) as http,
         Client(streamable_http_client(url, http_client=http), mode=mode) as client,
     ):
         yield client

@@ -27,6 +27,7 @@ def confine(workspace: Workspace, agent_id: str, path: str, field: str) -> Path:
         raise InvalidInput(f"{field}: contains a NUL byte", field=field)
     with os_errors_as_input(field, path):
         resolved = (root / path).resolve()
+        resolved.exists()  # a component over NAME_MAX fails here, not later in a tool
     private = workspace.private_dir.resolve()
     if resolved == private or private in resolved.parents:
         raise Forbidden(f"{field}: {shown(path)} is under private/, which no tool reads for an agent", field=field)
@@ -44,11 +45,14 @@ def os_errors_as_input(field: str, path: str) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        reason = errno.errorcode.get(exc.errno or 0, "OSError")
-        raise InvalidInput(
-            f"{field}: got {shown(path)}; expected a path the file system accepts ({reason}: {exc.strerror or exc})",
-            field=field,
-        ) from None
+        reason = f"{errno.errorcode.get(exc.errno or 0, 'OSError')}: {exc.strerror or exc}"
+        raise _unusable(field, path, reason) from None
+    except RuntimeError as exc:  # pathlib's resolve() before Python 3.13 reports a symlink loop so
+        raise _unusable(field, path, f"ELOOP: {exc}") from None
+
+
+def _unusable(field: str, path: str, reason: str) -> InvalidInput:
+    return InvalidInput(f"{field}: got {shown(path)}; expected a path the file system accepts ({reason})", field=field)
 
 
 def readable_file(path: Path) -> bool:

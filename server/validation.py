@@ -102,9 +102,19 @@ def _unknown(model: type[BaseModel], parent: tuple[str, ...], names: list[str]) 
     return f"{_dotted(parent)}: got {noun} {cut(', '.join(map(repr, names)))}; expected only {listed}"
 
 
+SIZED = {
+    "string_too_short": "a string of at least {min_length} characters",
+    "string_too_long": "a string of at most {max_length} characters",
+    "too_short": "at least {min_length} item(s)",
+    "too_long": "at most {max_length} item(s)",
+}
+
+
 def _expected(error: ErrorDetails) -> str:
     if error["type"] in EXPECTED:
         return EXPECTED[error["type"]]
+    if error["type"] in SIZED and "ctx" in error:
+        return SIZED[error["type"]].format(**error["ctx"])
     return error["msg"].removeprefix("Input should be ").removeprefix("Value error, ")
 
 
