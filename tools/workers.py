@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from server.context import ToolContext
 from server.ledger import utcnow
-from server.toolkit import ToolResult, ToolSpec
+from server.toolkit import Created, IdempotencyKey, ToolResult, ToolSpec
 
 WorkerState = Literal["starting", "running", "idle", "paused", "backoff", "retired"]
 
@@ -20,6 +20,7 @@ class RecordWorkerInput(BaseModel):
     event: Annotated[str, Field(max_length=40, description="what happened: started, exited, stalled, paused …")] = ""
     session_id: str | None = Field(default=None, description="the CLI's session id, once known")
     detail: dict[str, Any] = Field(default_factory=dict, description="exit class, return code, reason …")
+    idempotency_key: IdempotencyKey = None
 
 
 class RecordWorkerResult(ToolResult):
@@ -28,6 +29,7 @@ class RecordWorkerResult(ToolResult):
     pending_jobs: int
     pending_reviews: int
     last_tool_call_s_ago: float | None
+    created: Created = True
 
 
 def record_worker(ctx: ToolContext, request: RecordWorkerInput) -> RecordWorkerResult:
@@ -62,4 +64,5 @@ TOOL = ToolSpec(
     output_model=RecordWorkerResult,
     run=record_worker,
     roles=frozenset({"supervisor"}),
+    keyed=True,
 )

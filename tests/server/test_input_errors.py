@@ -124,3 +124,14 @@ async def test_a_repeated_release_key_returns_the_first_release_instead_of_a_con
         unkeyed = await error(ann, "release_lane", {"lane_id": lane})
     assert retried == {**released, "created": False}
     assert unkeyed.startswith("CONFLICT: lane_id: you hold no claim on lane")
+
+
+@pytest.mark.anyio
+async def test_a_repeated_worker_transition_key_records_one_transition(services: Services) -> None:
+    call = {"agent_id": "w1", "backend": "scripted", "state": "running", "event": "started", "idempotency_key": "t1"}
+    async with local_client(services, "boss", role="supervisor") as boss:
+        first = await ok(boss, "record_worker", call)
+        again = await ok(boss, "record_worker", call)
+        other = await error(boss, "record_worker", {**call, "state": "paused"})
+    assert again == {**first, "created": False} and other.startswith("CONFLICT: idempotency_key: 't1'")
+    assert services.ledger.db.scalar("SELECT count(*) FROM worker_transitions WHERE agent_id = 'w1'") == 1
