@@ -37,6 +37,7 @@ from tools import (
     notes,
     profile_data,
     reviews,
+    roles,
     run_evidence,
     skills,
     supervision,
@@ -61,6 +62,7 @@ def tool_specs() -> list[ToolSpec]:
         workers.TOOL,
         run_evidence.TOOL,
         *decisions.TOOLS,
+        roles.TOOL,
     ]
 
 

@@ -105,6 +105,7 @@ def _summary(workspace: Workspace) -> dict[str, list[list[Any]]]:
         "final": "SELECT attempt_id, lane_id, round(verified_score, 4), coalesce(package_path, '(no package builder)') "
         "FROM v_final_choice",
         "heartbeats": "SELECT agent_id, kind, count(*) FROM heartbeats GROUP BY ALL ORDER BY agent_id, kind",
+        "roles": "SELECT agent_id, stage, role, coalesce(lane_id, '') FROM v_agent_roles ORDER BY assignment_id",
         "workers": "SELECT agent_id, backend, state, (SELECT count(*) FROM worker_transitions t WHERE t.agent_id = "
         "w.agent_id AND t.event = 'delivered'), (SELECT count(*) FROM worker_transitions t WHERE t.agent_id = "
         "w.agent_id) FROM workers w ORDER BY agent_id",
@@ -129,6 +130,7 @@ def _print(summary: dict[str, list[list[Any]]], steps: dict[str, dict[str, Any]]
         "promotion": ("lane", "decision", "reason"),
         "final": ("attempt", "lane", "verified", "package"),
         "heartbeats": ("agent", "kind", "n"),
+        "roles": ("agent", "stage", "role", "lane"),
         "workers": ("worker", "backend", "state", "resumed with a heartbeat", "transitions"),
     }
     for name, rows in summary.items():

@@ -56,6 +56,7 @@ class GetTaskResult(ToolResult):
     group_key: str | None
     folds: list[FoldView]
     stage: str
+    role: str | None  # "ROLE in STAGE on LANE: reason", from the supervisor's assign_role
     budget: BudgetView
     loop: list[str]
     rules: list[str]
@@ -74,6 +75,7 @@ def run(ctx: ToolContext, request: GetTaskInput) -> GetTaskResult:
     Call it first, and again whenever you are unsure what to do next."""
     contract, folds, state = ctx.contract, ctx.folds, ctx.ledger.activity
     worktree = ctx.workspace.worktrees_dir / ctx.caller.agent_id
+    role = ctx.ledger.roles.current(ctx.caller.agent_id)
     return GetTaskResult(
         task_id=contract.id,
         title=contract.title,
@@ -105,6 +107,7 @@ def run(ctx: ToolContext, request: GetTaskInput) -> GetTaskResult:
             for f in folds.folds
         ],
         stage=state.get_state("stage", "exploration"),
+        role=f"{role['role']} in {role['stage']} on {role['lane_id'] or 'no lane'}: {role['reason']}" if role else None,
         budget=BudgetView(
             wall_clock_hours=contract.budget.wall_clock_hours,
             gpus=contract.budget.gpus,

@@ -71,6 +71,13 @@ class FocusNote(BaseModel):
     created_at: str
 
 
+class CurrentRole(BaseModel):
+    agent_id: str
+    stage: str
+    role: str
+    lane_id: str | None
+
+
 class EvidenceResult(ToolResult):
     stage: str
     transitions: list[Transition]
@@ -86,6 +93,7 @@ class EvidenceResult(ToolResult):
     causes_sent: list[Cause]
     plateau_heartbeats: list[Cause]
     focus_notes: list[FocusNote]
+    roles: list[CurrentRole] = Field(description="each agent's current role (assign_role)")
     final_attempt_id: str | None
 
 
@@ -146,11 +154,13 @@ def run_evidence(ctx: ToolContext, request: EvidenceInput) -> EvidenceResult:
             FocusNote(note_id=n["note_id"], agent_id=n["agent_id"], created_at=_iso(n["created_at"]))
             for n in sup.focus_notes()
         ],
+        roles=[CurrentRole(**{k: r[k] for k in CurrentRole.model_fields}) for r in ctx.ledger.db.fetchall(_ROLES)],
         final_attempt_id=final["attempt_id"] if final else None,
     )
 
 
 _LANES = "SELECT lane_id, tier, status, family FROM lanes ORDER BY lane_id"
+_ROLES = "SELECT agent_id, stage, role, lane_id FROM v_agent_roles WHERE current ORDER BY agent_id"
 
 
 def _transitions(sup: Any) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ from server.ledger.jobs import Jobs
 from server.ledger.lanes import Lanes
 from server.ledger.notes import Notes
 from server.ledger.reviews import Reviews
+from server.ledger.roles import Roles
 from server.ledger.skills import Skills
 from server.ledger.supervision import Supervision
 from server.ledger.workers import Workers
@@ -37,6 +38,7 @@ class Ledger:
         self.audits = Audits(self.db)
         self.workers = Workers(self.db)
         self.supervision = Supervision(self.db)
+        self.roles = Roles(self.db)
         self.skills = Skills(self.db)
         self.idempotency = IdempotencyKeys(self.db)
 

@@ -39,7 +39,7 @@ def resolve_server(workspace: Path | None, server: str | None, token: str | None
 
 
 def _echo(report: TickReport) -> None:
-    for line in [*report.stage_changes, *report.lane_changes]:
+    for line in [*report.stage_changes, *report.lane_changes, *(f"role {r}" for r in report.role_changes)]:
         click.echo(f"[{report.stage}] {line}")
     for beat in report.heartbeats:
         click.echo(f"[{report.stage}] heartbeat {beat}")

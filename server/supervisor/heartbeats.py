@@ -26,11 +26,23 @@ FOCUS = (
 
 
 @dataclass(frozen=True)
+class RoleAssignment:
+    """An agent's role in a stage (DESIGN §9 exploitation roles), recorded with `assign_role`."""
+
+    agent_id: str
+    stage: str
+    role: str
+    lane_id: str | None
+    reason: str
+
+
+@dataclass(frozen=True)
 class Heartbeat:
     agent_id: str
     kind: str
     cause_key: str
     prompt: str
+    role: RoleAssignment | None = None  # a stage heartbeat assigns the role it names
 
 
 def _score(view: RunView, a: AttemptEvidence) -> str:
@@ -112,20 +124,38 @@ def plateaus(view: RunView) -> list[Heartbeat]:
     return beats
 
 
-def _role(view: RunView, agent_id: str, stage: str) -> str:
+def role_of(view: RunView, agent_id: str, stage: str) -> RoleAssignment:
     lane_id = _current_lane(view, agent_id)
     status = view.lane_status(lane_id) if lane_id else None
+
+    def made(role: str, lane: str | None, reason: str) -> RoleAssignment:
+        return RoleAssignment(agent_id, stage, role, lane, reason)
+
     if stage == "finalization":
-        return "finalizer: make sure your best attempt's evidence is complete; start no new lane"
+        return made("finalizer", lane_id, "make sure your best attempt's evidence is complete; start no new lane")
     if status == "promoted":
-        return f"optimizer of the promoted lane {lane_id}: improve its verified score"
+        return made("optimizer", lane_id, f"optimizer of the promoted lane {lane_id}: improve its verified score")
     if status == "challenger":
-        return f"challenger on lane {lane_id}: try to overtake the promoted lane"
+        return made("challenger", lane_id, f"challenger on lane {lane_id}: try to overtake the promoted lane")
     mine = [a for a in view.own_attempts(agent_id) if a.verdict == "rejected" and a.verified_score is not None]
     if mine:
-        return f"repair: your attempt {mine[-1].attempt_id} scored but failed checks; fix its evidence"
-    promoted = ", ".join(view.lanes_with("promoted", "challenger")) or "none"
-    return f"support the promoted lane(s) {promoted}: claim one or help with ablations"
+        return made(
+            "repair", lane_id, f"repair: your attempt {mine[-1].attempt_id} scored but failed checks; fix its evidence"
+        )
+    promoted = view.lanes_with("promoted", "challenger")
+    return made(
+        "support",
+        promoted[0] if promoted else None,
+        f"support the promoted lane(s) {', '.join(promoted) or 'none'}: claim one or help with ablations",
+    )
+
+
+def roles_due(view: RunView) -> list[RoleAssignment]:
+    """Every agent's role in the current stage, re-decided each tick (a lane promoted later, an
+    attempt to repair); stage heartbeats carry the role of the stage they announce."""
+    if view.stage not in ("exploitation", "finalization"):
+        return []
+    return [role_of(view, agent_id, view.stage) for agent_id in view.evidence.agents]
 
 
 def stage_notices(view: RunView) -> list[Heartbeat]:
@@ -134,11 +164,12 @@ def stage_notices(view: RunView) -> list[Heartbeat]:
         if t.to_stage == "done":
             continue
         for agent_id in view.evidence.agents:
+            role = role_of(view, agent_id, t.to_stage)
             prompt = (
                 f"The run moved from {t.from_stage} to {t.to_stage}: {t.reason}. {_public(view)} "
-                f"Your role now: {_role(view, agent_id, t.to_stage)}."
+                f"Your role now: {role.reason}."
             )
-            beats.append(Heartbeat(agent_id, "stage", f"stage:{t.to_stage}", prompt))
+            beats.append(Heartbeat(agent_id, "stage", f"stage:{t.to_stage}", prompt, role))
     return beats
 
 

@@ -42,6 +42,7 @@ class TickReport:
     heartbeats: list[str] = field(default_factory=list)
     stage_changes: list[str] = field(default_factory=list)
     lane_changes: list[str] = field(default_factory=list)
+    role_changes: list[str] = field(default_factory=list)
     final_attempt_id: str | None = None
     worker_events: list[dict[str, Any]] = field(default_factory=list)
     waiting: str | None = None
@@ -154,9 +155,22 @@ class Supervisor:
             report.stage_changes.append(f"finalization → done: {done['reason']}")
         return await self.view()
 
+    async def _assign(self, role: heartbeats.RoleAssignment, report: TickReport) -> None:
+        """Record an agent's role (a repeat of its current one is a no-op on the server)."""
+        assigned = await self.call("assign_role", vars(role))
+        if assigned["created"]:
+            report.role_changes.append(f"{role.agent_id} → {role.role} ({role.lane_id or 'no lane'})")
+
     async def _heartbeats(self, view: RunView, report: TickReport) -> None:
+        beats = heartbeats.due(view)
+        for beat in beats:  # first: a stage heartbeat names the role it assigns
+            if beat.role is not None:
+                await self._assign(beat.role, report)
+        for role in heartbeats.roles_due(view):
+            if view.role(role.agent_id) != (role.stage, role.role, role.lane_id):
+                await self._assign(role, report)
         managed = set(self.workers.agents) if self.workers is not None else set()
-        for beat in heartbeats.due(view):
+        for beat in beats:
             arguments = {"agent_id": beat.agent_id, "kind": beat.kind, "prompt": beat.prompt}
             sent = await self.call("send_heartbeat", {**arguments, "cause_key": beat.cause_key})
             if not sent["created"]:

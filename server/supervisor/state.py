@@ -104,6 +104,11 @@ class RunView:
     def sent(self, agent_id: str, cause_key: str) -> bool:
         return any(c.agent_id == agent_id and c.cause_key == cause_key for c in self.evidence.causes_sent)
 
+    def role(self, agent_id: str) -> tuple[str, str, str | None] | None:
+        """The agent's current (stage, role, lane) as recorded on the server."""
+        found = next((r for r in self.evidence.roles if r.agent_id == agent_id), None)
+        return (found.stage, found.role, found.lane_id) if found else None
+
     def own_attempts(self, agent_id: str) -> list[AttemptEvidence]:
         return [a for a in self.evidence.attempts if a.agent_id == agent_id]
 

@@ -26,6 +26,7 @@ def test_amid_demo_runs_three_workers_a_rejection_a_promotion_and_finalization(d
         beats = ledger.db.fetchall("SELECT agent_id, cause_key FROM heartbeats WHERE cause_key IS NOT NULL")
         kinds = {r["kind"] for r in ledger.db.fetchall("SELECT DISTINCT kind FROM heartbeats")}
         focus = ledger.db.scalar("SELECT count(DISTINCT agent_id) FROM notes WHERE kind = 'focus'")
+        roles = ledger.db.fetchall("SELECT agent_id, stage, role FROM v_agent_roles ORDER BY assignment_id")
         workers = ledger.db.fetchall("SELECT agent_id, backend, state FROM workers ORDER BY agent_id")
         delivered = ledger.db.fetchall(
             "SELECT agent_id, count(*) AS n FROM worker_transitions WHERE event = 'delivered' GROUP BY ALL"
@@ -47,3 +48,17 @@ def test_amid_demo_runs_three_workers_a_rejection_a_promotion_and_finalization(d
         (f"worker-{i}", "scripted", "retired") for i in (1, 2, 3)
     ]
     assert {d["agent_id"] for d in delivered} == {"worker-1", "worker-2", "worker-3"}
+    # exploitation roles are ledger rows: the promoted lane's worker optimizes, everyone finalizes
+    optimizer = next(r["agent_id"] for r in roles if r["role"] == "optimizer")
+    assert ledger_lane_of(workspace, optimizer) == promoted[0]["lane_id"]
+    assert {(r["agent_id"], r["role"]) for r in roles if r["stage"] == "finalization"} == {
+        (f"worker-{i}", "finalizer") for i in (1, 2, 3)
+    }
+
+
+def ledger_lane_of(workspace: Workspace, agent_id: str) -> str:
+    ledger = Ledger(workspace.ledger_path, read_only=True)
+    try:
+        return str(ledger.db.scalar("SELECT lane_id FROM attempts WHERE agent_id = ? LIMIT 1", [agent_id]))
+    finally:
+        ledger.close()

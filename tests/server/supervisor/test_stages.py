@@ -16,6 +16,13 @@ def _stages(services: Services) -> list[tuple[str, str, str]]:
     return [(r["from_stage"], r["to_stage"], r["reason"]) for r in rows]
 
 
+def _roles(services: Services) -> list[tuple[str, str, str, str | None]]:
+    rows = services.ledger.db.fetchall(
+        "SELECT agent_id, stage, role, lane_id FROM v_agent_roles ORDER BY assignment_id"
+    )
+    return [(r["agent_id"], r["stage"], r["role"], r["lane_id"]) for r in rows]
+
+
 def _decisions(services: Services) -> dict[str, str]:
     rows = services.ledger.db.fetchall("SELECT lane_id, to_status FROM v_lane_decisions ORDER BY decision_id")
     return {r["lane_id"]: r["to_status"] for r in rows}
@@ -42,6 +49,9 @@ async def test_exploration_ends_when_primary_lanes_are_covered_and_plateaued_the
         promotion = ledger.db.fetchone("SELECT reason FROM v_lane_decisions WHERE to_status = 'promoted'")
         assert promotion is not None and "gap 0.1 > noise 0: no challenger" in promotion["reason"]
         assert (await supervisor.tick()).stage == "exploitation"  # no plateau since promotion yet
+        assert _roles(services) == [  # ben's fm attempt that failed checks had a good raw score
+            ("ana", "exploitation", "optimizer", "unet"), ("ben", "exploitation", "repair", "fm"),
+        ]  # fmt: skip
         reviewed(ledger, ws, "ana", "unet", [0.77])
         reviewed(ledger, ws, "ana", "unet", [0.76])
         third = await supervisor.tick()
@@ -54,6 +64,10 @@ async def test_exploration_ends_when_primary_lanes_are_covered_and_plateaued_the
     final = ledger.db.fetchone("SELECT attempt_id, lane_id, audit_id FROM v_final_choice")
     assert final is not None and final["attempt_id"] == best and final["lane_id"] == "unet" and final["audit_id"]
     assert ledger.db.scalar("SELECT stage FROM v_stage") == "done"
+    assert _roles(services)[2:] == [
+        ("ana", "finalization", "finalizer", "unet"),
+        ("ben", "finalization", "finalizer", "fm"),
+    ]
 
 
 async def test_a_runner_up_within_fold_noise_is_kept_as_challenger_and_uncovered_lanes_are_waived(
@@ -67,6 +81,10 @@ async def test_a_runner_up_within_fold_noise_is_kept_as_challenger_and_uncovered
     async with supervisor_of(services) as supervisor:
         assert (await supervisor.tick()).stage == "exploitation"
     assert _decisions(services) == {"nnunet": "waived", "unet": "promoted", "fm": "challenger"}
+    assert _roles(services) == [
+        ("ana", "exploitation", "optimizer", "unet"),
+        ("ben", "exploitation", "challenger", "fm"),
+    ]
     reason = ledger.db.fetchone("SELECT reason FROM v_lane_decisions WHERE to_status = 'challenger'")
     assert reason is not None and "fm kept as challenger" in reason["reason"]
     assert "of the wall-clock budget spent" in _stages(services)[0][2]
