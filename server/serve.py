@@ -63,6 +63,7 @@ def serve_http(settings: Settings, announce: Callable[[str], None] | None = None
     # and removes the marker: a `kill` or `docker stop` is a clean stop, exit 0. A SIGTERM during
     # start-up skips serving.
     signal.signal(signal.SIGTERM, _request_stop)
+    signal.signal(signal.SIGINT, _request_stop)  # not KeyboardInterrupt: click would exit 1 ("Aborted!")
     services = _open(settings)
     try:
         sock = _bind(settings)
