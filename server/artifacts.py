@@ -9,6 +9,11 @@ Durability: `freeze` and `write_manifest` fsync the file and then its folder (af
 before they return, and both return before the ledger transaction that acknowledges the attempt
 commits (attempts run `freeze` first, and `write_manifest` inside the transaction); so an
 acknowledged attempt's evidence survives a power loss as well as a killed server.
+
+The ledger's side (DuckDB 2.0, defaults kept): each COMMIT is appended to `amid.duckdb.wal` and
+fsynced before it returns (`fsync_mode` STANDARD); the WAL is checkpointed into `amid.duckdb`
+automatically once it passes `checkpoint_threshold` (16 MiB) and when the server closes the ledger
+on a clean stop (SIGINT, SIGTERM); after a kill, the next open replays the WAL.
 """
 
 from __future__ import annotations
