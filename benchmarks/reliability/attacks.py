@@ -332,6 +332,7 @@ def replay_variants(scene: Scene) -> dict[str, tuple[dict[str, Any], dict[str, A
     note = {"kind": "observation", "title": "replayed", "body": "first"}
     job = {"command": [scene.python, "-c", "pass"]}
     skill = {"name": "alice-replay", "description": "a skill saved twice", "body": "the first procedure " * 3}
+    worker = {"agent_id": "alice", "backend": "scripted", "state": "running", "event": "started"}
     return {
         "submit_attempt": (dict(scene.base_submit), {**scene.base_submit, "summary": "other content"}),
         "post_note": (note, {**note, "body": "second"}),
@@ -339,7 +340,11 @@ def replay_variants(scene: Scene) -> dict[str, tuple[dict[str, Any], dict[str, A
         "save_skill": (skill, {**skill, "body": "another procedure " * 3}),
         "claim_lane": ({"lane_id": scene.alice_lane}, {"lane_id": scene.bob["lane_id"]}),
         "release_lane": ({"lane_id": scene.alice_lane}, {"lane_id": scene.bob["lane_id"]}),
+        "record_worker": (worker, {**worker, "state": "retired"}),
     }
+
+
+SUPERVISOR_ONLY = {"record_worker"}  # replayed with the supervisor's token
 
 
 # --- the scene and the run -------------------------------------------------------------------------
@@ -391,7 +396,7 @@ def _bearer(scene: Scene, who: str) -> dict[str, str]:
 
 async def _attack_all(scene: Scene, tools: list[Any]) -> tuple[list[Outcome], list[str], list[str]]:
     async with contextlib.AsyncExitStack() as stack:
-        for who in ("alice", "hugo"):
+        for who in ("alice", "hugo", "boss"):
             scene.clients[who] = await stack.enter_async_context(connect(scene.server.url, scene.tokens[who]))
         return await _attacks(scene, tools)
 
@@ -425,9 +430,9 @@ async def _attacks(scene: Scene, tools: list[Any]) -> tuple[list[Outcome], list[
             uncovered.append(f"{tool}.idempotency_key")
             continue
         first, second = replays[tool]
-        key = f"replayed-{index}"
-        await call(scene.clients["alice"], tool, {**first, "idempotency_key": key})
-        outcomes.append(await tool_attack(scene, "replayed_key", f"{tool}: same key, other content", "alice", tool,
+        key, who = f"replayed-{index}", "boss" if tool in SUPERVISOR_ONLY else "alice"
+        await call(scene.clients[who], tool, {**first, "idempotency_key": key})
+        outcomes.append(await tool_attack(scene, "replayed_key", f"{tool}: same key, other content", who, tool,
                                           {**second, "idempotency_key": key}))  # fmt: skip
     return outcomes, fields, uncovered
 
