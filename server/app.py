@@ -25,7 +25,7 @@ from server.package.finalize import build_package
 from server.protocol import INSTRUCTIONS
 from server.report.dashboard import add_dashboard_route
 from server.settings import Settings
-from server.toolkit import ToolSpec, register
+from server.toolkit import RoleListedServer, ToolSpec, register
 from server.workspace import Workspace
 from tools import (
     attempts,
@@ -94,13 +94,14 @@ def build_app(services: Services, *, local_identity: Identity | None = None, wit
         issuer = AnyHttpUrl(f"http://{settings.host}:{settings.port}")
         auth = AuthSettings(issuer_url=issuer, resource_server_url=None)
         verifier = LedgerTokenVerifier(services.ledger)
-    mcp = MCPServer(
+    mcp = RoleListedServer(
         "amid",
         title="AMID",
         version=__version__,
         instructions=INSTRUCTIONS,
         token_verifier=verifier,
         auth=auth,
+        local_identity=local_identity,
     )
     services.extras.setdefault("profile_provider", profile_data.provide_profile)  # the lane planner's input
     services.extras.setdefault("build_package", build_package)  # choose_final builds package/ (server/package)

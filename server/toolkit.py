@@ -20,12 +20,14 @@ from typing import Annotated, Any
 import anyio
 import anyio.from_thread
 import anyio.to_thread
+import pydantic_core
 from mcp.server import MCPServer
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import Tool as ListedTool
 from pydantic import BaseModel, ConfigDict, Field
 
 from server.context import Services, ToolContext
@@ -69,6 +71,32 @@ class ToolSpec:
     @property
     def description(self) -> str:
         return inspect.cleandoc(self.run.__doc__ or self.title)
+
+
+class RoleListedServer(MCPServer):
+    """An MCP server whose `tools/list` holds only the tools the caller's role may call. A token's
+    role never changes, so its list is fixed; a caller without an identity sees every tool (and
+    is refused at the call)."""
+
+    def __init__(self, *args: Any, local_identity: Identity | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.local_identity = local_identity
+        self.tool_roles: dict[str, frozenset[Role]] = {}
+        self._listed: dict[Role | None, list[ListedTool]] = {}
+
+    async def list_tools(self) -> list[ListedTool]:
+        role = _caller_role(self.local_identity)
+        if role not in self._listed:  # built once per role: the tools are registered at start
+            tools = await super().list_tools()
+            self._listed[role] = [t for t in tools if role is None or role in self.tool_roles.get(t.name, ALL_ROLES)]
+        return self._listed[role]
+
+
+def _caller_role(local_identity: Identity | None) -> Role | None:
+    token = get_access_token()
+    if token is not None:
+        return token.scopes[0]  # type: ignore[return-value]
+    return local_identity.role if local_identity is not None else None
 
 
 def resolve_identity(services: Services, local_identity: Identity | None) -> Identity:
@@ -176,12 +204,12 @@ def _once(spec: ToolSpec, ctx: ToolContext, request: BaseModel, progress: Progre
 
 
 def _make_handler(spec: ToolSpec, services: Services, local_identity: Identity | None) -> Callable[..., Any]:
-    async def handler(mcp_context: Context, raw_arguments: dict[str, Any]) -> ToolResult:
+    async def handler(mcp_context: Context, raw_arguments: dict[str, Any]) -> CallToolResult:
         try:
             caller = resolve_identity(services, local_identity)
             ctx = ToolContext(services=services, caller=caller)
             progress = _progress_bridge(mcp_context) if spec.wants_progress else None
-            return await anyio.to_thread.run_sync(_run_call, spec, ctx, raw_arguments, progress)
+            return encode_result(await anyio.to_thread.run_sync(_run_call, spec, ctx, raw_arguments, progress))
         except AmidError as exc:
             raise ToolError(cut(f"{exc.code}: {exc.message}", MESSAGE_CHARS)) from None
 
@@ -191,6 +219,14 @@ def _make_handler(spec: ToolSpec, services: Services, local_identity: Identity |
     handler.__annotations__ = {p.name: p.annotation for p in signature.parameters.values()}
     handler.__annotations__["return"] = spec.output_model
     return handler
+
+
+def encode_result(result: ToolResult) -> CallToolResult:
+    """The structured result, and the same JSON without indentation as its text: a client that
+    hands the text to the model pays for every byte (the SDK's own text is indented)."""
+    structured = result.model_dump(mode="json")
+    text = pydantic_core.to_json(structured).decode()
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
 
 
 def _progress_bridge(mcp_context: Context) -> Progress:
@@ -208,10 +244,12 @@ def register(mcp: MCPServer, spec: ToolSpec, services: Services, local_identity:
         "idempotency_key" in spec.input_model.model_fields and "created" in spec.output_model.model_fields
     ):
         raise TypeError(f"{spec.name}: a keyed tool needs an idempotency_key argument and a created result")
+    # Hints at their protocol default are left out (idempotent: false), and so are the two that
+    # mean nothing for a read-only tool (destructive, idempotent).
     annotations = ToolAnnotations(
         read_only_hint=spec.read_only,
-        idempotent_hint=spec.idempotent or spec.read_only,
-        destructive_hint=spec.destructive,
+        idempotent_hint=None if spec.read_only or not spec.idempotent else True,
+        destructive_hint=None if spec.read_only else spec.destructive,
         open_world_hint=False,
     )
     mcp.add_tool(
@@ -231,8 +269,12 @@ def register(mcp: MCPServer, spec: ToolSpec, services: Services, local_identity:
         _close_objects(tool.parameters)
         _compact(tool.parameters, ("title",))
         _drop_null_defaults(tool.parameters)
-        # Output schemas tell a client the shape; the prose is in the tool description.
-        _compact(tool.fn_metadata.output_schema, ("title", "description", "default", "required"))
+        # No output schema is published: it was 40 % of tools/list, in every client's context,
+        # and told no more than the result's own compact JSON. Results stay pydantic-validated
+        # (built as the output model) and carry their structured content.
+        tool.fn_metadata.output_schema = None
+    if isinstance(mcp, RoleListedServer):
+        mcp.tool_roles[spec.name] = spec.roles
 
 
 def _close_objects(schema: dict[str, Any]) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from server.app import tool_specs
@@ -29,14 +31,33 @@ async def test_get_task_returns_contract_folds_and_rules(services: Services, mod
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
-async def test_tool_list_is_fixed_annotated_and_structured(services: Services, mode: str) -> None:
+async def test_tool_list_is_fixed_annotated_and_filtered_by_role(services: Services, mode: str) -> None:
     async with local_client(services, "solo", mode=mode) as client:  # type: ignore[arg-type]
         listed = (await client.list_tools()).tools
-    assert [t.name for t in listed] == [s.name for s in tool_specs()]
-    for tool, spec in zip(listed, tool_specs(), strict=True):
+        again = (await client.list_tools()).tools
+    agent_specs = [s for s in tool_specs() if "agent" in s.roles]
+    assert [t.name for t in listed] == [s.name for s in agent_specs] == [t.name for t in again]
+    assert {"send_heartbeat", "set_stage"} <= {s.name for s in tool_specs()} - {t.name for t in listed}
+    for tool, spec in zip(listed, agent_specs, strict=True):
         assert tool.annotations is not None and tool.annotations.read_only_hint == spec.read_only
-        assert tool.output_schema is not None and "inbox" in tool.output_schema["properties"]
+        assert tool.output_schema is None  # results carry structured content; the schema is not published
         assert tool.description and len(tool.description) < 400
+
+
+@pytest.mark.anyio
+async def test_a_supervisor_lists_every_tool_it_may_call(services: Services) -> None:
+    async with local_client(services, "boss", "supervisor") as client:  # type: ignore[arg-type]
+        listed = [t.name for t in (await client.list_tools()).tools]
+    assert listed == [s.name for s in tool_specs() if "supervisor" in s.roles]
+
+
+@pytest.mark.anyio
+async def test_result_text_is_compact_json_of_the_structured_content(services: Services) -> None:
+    async with local_client(services, "solo") as client:  # type: ignore[arg-type]
+        result = await client.call_tool("get_task", {})
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert json.loads(text) == result.structured_content
+    assert text == json.dumps(result.structured_content, separators=(",", ":"), ensure_ascii=False)
 
 
 @pytest.mark.anyio
