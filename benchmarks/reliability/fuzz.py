@@ -1,6 +1,6 @@
 """Fuzz figures: ≥ 1,000 schema-driven calls against a real `amid serve` over HTTP.
 
-    python -m benchmarks.reliability.fuzz [--per-tool 40]
+    python benchmarks/reliability/fuzz.py [--per-tool 36]
 
 Writes benchmarks/results/fuzz.json: calls, calls by tool and by kind, codes seen, tracebacks
 (replies and server log), untyped replies, HTTP 5xx, protocol errors, partial writes. The calls are
@@ -10,7 +10,11 @@ derandomised hypothesis examples (tests/reliability/fuzzing.py), the same on eve
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks._common import demo_workspace, write_result
 from server.connect import ensure_worktree
@@ -22,7 +26,7 @@ from tests.reliability.test_fuzz import ledger_counter
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--per-tool", type=int, default=40, help="hypothesis examples per tool (30 tools)")
+    parser.add_argument("--per-tool", type=int, default=36, help="hypothesis examples per tool (30 tools)")
     args = parser.parse_args()
     workspace = demo_workspace()
     prepare_worktree(ensure_worktree(workspace, "alice"))
