@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from server import runtime
 from server.context import ToolContext
@@ -17,18 +17,38 @@ from server.errors import Forbidden, NotFound, shown
 from server.paths import confine
 from server.toolkit import ALL_ROLES, WORKERS, Created, IdempotencyKey, Progress, ToolResult, ToolSpec
 
+# What Linux can start (one argument ≤ 128 KiB, argv + environment ≤ ARG_MAX), with room to spare:
+# anything larger would create a job that can only fail, so it is refused at the door.
+MAX_ARG_CHARS = 32768
+MAX_ARGS = 4096
+MAX_ENV = 256
+MAX_TOTAL_CHARS = 1 << 20
+Arg = Annotated[str, Field(max_length=MAX_ARG_CHARS)]
+EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")]
+
 
 class RunJobInput(BaseModel):
-    command: Annotated[list[str], Field(min_length=1, description="argv, no shell; e.g. ['python','train.py']")]
+    command: Annotated[
+        list[Arg], Field(min_length=1, max_length=MAX_ARGS, description="argv, no shell; e.g. ['python','train.py']")
+    ]
     cwd: str = Field(default=".", description="working directory, relative to your worktree")
     gpus: Annotated[int, Field(ge=0, le=16)] = 0
     min_free_gpu_mb: Annotated[int, Field(ge=0, description="free memory each GPU must have, MiB")] = 0
     cpus: Annotated[int, Field(ge=1, le=1024)] = 1
     time_limit_s: Annotated[int, Field(ge=1, le=7 * 24 * 3600)] = 3600
-    env: dict[str, str] = Field(default_factory=dict, description="extra environment variables")
+    env: Annotated[dict[EnvName, Arg], Field(max_length=MAX_ENV, description="extra environment variables")] = {}
     lane_id: str | None = None
     attempt_id: str | None = None
     idempotency_key: IdempotencyKey = None
+
+    @model_validator(mode="after")
+    def _fits_exec(self) -> RunJobInput:
+        total = sum(len(a) + 1 for a in self.command) + sum(len(k) + len(v) + 2 for k, v in self.env.items())
+        if total > MAX_TOTAL_CHARS:
+            raise ValueError(
+                f"command and env together are {total} characters; at most {MAX_TOTAL_CHARS} can be started"
+            )
+        return self
 
 
 class JobView(ToolResult):
