@@ -102,6 +102,7 @@ def build_app(services: Services, *, local_identity: Identity | None = None, wit
         token_verifier=verifier,
         auth=auth,
         local_identity=local_identity,
+        log_level="WARNING",  # the SDK logs each stateless request at INFO (a rich render per call)
     )
     services.extras.setdefault("profile_provider", profile_data.provide_profile)  # the lane planner's input
     services.extras.setdefault("build_package", build_package)  # choose_final builds package/ (server/package)

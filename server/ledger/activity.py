@@ -9,8 +9,13 @@ from server.ledger.database import Database, utcnow
 
 
 class Activity:
+    """Run state and "no pending heartbeats" are answered from memory between writes (each tool
+    call reads both): every writer of those tables calls `db.touch`, which makes them stale."""
+
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._state: tuple[int, dict[str, Any]] | None = None  # (generation, key -> value)
+        self._no_inbox: tuple[int, set[str]] = (-1, set())  # (generation, agents with none pending)
 
     def log(
         self,
@@ -39,9 +44,14 @@ class Activity:
         self.db.execute(
             "INSERT OR REPLACE INTO run_state VALUES (?, ?, ?)", [key, json.dumps(value, default=str), utcnow()]
         )
+        self.db.touch("run_state")  # after the write: a reader that saw the old generation re-reads
 
     def get_state(self, key: str, default: Any = None) -> Any:
-        raw = self.db.scalar("SELECT value FROM run_state WHERE key = ?", [key])
+        generation = self.db.generation("run_state")
+        if self._state is None or self._state[0] != generation:
+            rows = self.db.fetchall("SELECT key, value FROM run_state")
+            self._state = (generation, {row["key"]: row["value"] for row in rows})
+        raw = self._state[1].get(key)
         return json.loads(raw) if raw is not None else default
 
     def add_heartbeat(self, agent_id: str, kind: str, prompt: str, sent_by: str, trigger: dict | None) -> int:
@@ -51,11 +61,23 @@ class Activity:
                 "VALUES (?, ?, ?, ?, ?, ?) RETURNING heartbeat_id",
                 [agent_id, kind, prompt, sent_by, json.dumps(trigger or {}), utcnow()],
             ).fetchone()
+        self.db.touch("heartbeats")
         assert row is not None
         return int(row[0])
 
     def take_inbox(self, agent_id: str) -> list[dict[str, Any]]:
-        """Pending heartbeats of one agent, marked delivered in the same transaction."""
+        """Pending heartbeats of one agent, marked delivered in the same transaction. Most calls
+        find none, and are answered from memory until a heartbeat is queued."""
+        generation, none_pending = self._no_inbox
+        if generation != self.db.generation("heartbeats"):
+            generation, none_pending = self._no_inbox = (self.db.generation("heartbeats"), set())
+        if agent_id in none_pending:
+            return []
+        if not self.db.scalar(
+            "SELECT 1 FROM heartbeats WHERE agent_id = ? AND delivered_at IS NULL LIMIT 1", [agent_id]
+        ):
+            none_pending.add(agent_id)
+            return []
         with self.db.transaction() as cur:
             cursor = cur.execute(
                 "SELECT heartbeat_id, kind, prompt, created_at FROM heartbeats "

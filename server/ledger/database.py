@@ -47,6 +47,7 @@ class Database:
         except duckdb.IOException as exc:
             raise Conflict(f"ledger {path.name} is locked by another process: {exc}") from None
         self._lock = threading.RLock()
+        self._generations: dict[str, int] = {}
         if not read_only:
             self._migrate()
         self._human_reads = readonly.Snapshots(path, self.snapshot_to, path.parent / ".amid" / "snapshots")
@@ -80,6 +81,13 @@ class Database:
                 self._con.execute("ROLLBACK")
                 raise
             self._con.execute("COMMIT")
+
+    def touch(self, table: str) -> None:
+        """A writer of `table` says so: in-memory answers derived from it (`generation`) are stale."""
+        self._generations[table] = self._generations.get(table, 0) + 1
+
+    def generation(self, table: str) -> int:
+        return self._generations.get(table, 0)
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         with self._lock:

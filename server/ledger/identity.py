@@ -34,8 +34,12 @@ def check_agent_name(name: str) -> str:
 
 
 class Identities:
+    """Verified tokens are remembered in memory (every HTTP request is verified): this process is
+    the ledger's only writer, and `revoke` forgets them, so a revoked token is refused at once."""
+
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._verified: dict[str, Identity] = {}
 
     def create_token(self, name: str, role: Role, metadata: dict[str, Any] | None = None) -> str:
         """Register the agent if new and issue a fresh token; an agent keeps one role for life."""
@@ -57,10 +61,17 @@ class Identities:
         return token
 
     def verify(self, token: str) -> Identity | None:
+        digest = hash_token(token)
+        known = self._verified.get(digest)
+        if known is not None:
+            return known
         row = self.db.fetchone(
-            "SELECT agent_id, role FROM tokens WHERE token_hash = ? AND revoked_at IS NULL", [hash_token(token)]
+            "SELECT agent_id, role FROM tokens WHERE token_hash = ? AND revoked_at IS NULL", [digest]
         )
-        return Identity(**row) if row else None
+        if row is None:
+            return None
+        self._verified[digest] = identity = Identity(**row)
+        return identity
 
     def revoke(self, name: str) -> int:
         """Revoke every live token of an agent; returns how many."""
@@ -71,6 +82,7 @@ class Identities:
             if not count or count[0] == 0:
                 raise NotFound(f"name: no live token for agent {name!r}; see `amid token list`", field="name")
             cur.execute("UPDATE tokens SET revoked_at = ? WHERE agent_id = ? AND revoked_at IS NULL", [utcnow(), name])
+            self._verified = {d: i for d, i in self._verified.items() if i.agent_id != name}
         return int(count[0])
 
     def list(self) -> list[dict[str, Any]]:
