@@ -144,6 +144,18 @@ def _print(summary: dict[str, list[list[Any]]], steps: dict[str, dict[str, Any]]
         console.print(f"{agent_id}: " + "; ".join(f"{k}: {v}" for k, v in done.items() if k != "profile_data"))
 
 
+def _verify_package(workspace: Workspace) -> None:
+    """`amid verify-package` on the final package, as a reviewer of the run would check it."""
+    package = workspace.root / "package"
+    if not (package / "manifest.json").is_file():
+        console.print("package: none was built")
+        return
+    command = [sys.executable, "-m", "server.cli", "verify-package", str(package), "-w", str(workspace.root)]
+    checked = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    console.print(f"package: {package}")
+    console.print(escape(checked.stdout.strip() or checked.stderr.strip()))
+
+
 def run_demo(root: Path | None = None) -> Workspace:
     root = (root or Path(tempfile.mkdtemp(prefix="amid-demo-"))).resolve()
     console.rule("AMID demo")
@@ -161,6 +173,8 @@ def run_demo(root: Path | None = None) -> Workspace:
         supervisor, log_path = start_supervisor(workspace.root)
         supervisor.wait(timeout=MAX_S + 60)
         summary = _summary(workspace)
+        report = workspace.root / "report.html"  # the page a researcher opens in the morning
+        report.write_text(str(admin_call(workspace, "report", {})["html"]), encoding="utf-8")
     finally:
         if supervisor is not None and supervisor.poll() is None:
             supervisor.kill()
@@ -168,5 +182,7 @@ def run_demo(root: Path | None = None) -> Workspace:
         stop_server(process)
     _print(summary, worker_steps(workspace))
     console.print(f"supervisor log: {log_path}")
+    console.print(f"report: {report}")
+    _verify_package(workspace)
     console.print(f'inspect it: amid sql "SELECT * FROM v_stage_transitions" -w {workspace.root}')
     return workspace

@@ -9,8 +9,11 @@ from tests.conftest import DemoRun
 
 
 def test_amid_demo_runs_three_workers_a_rejection_a_promotion_and_finalization(demo_run: DemoRun) -> None:
-    for shown in ("attempts", "stages", "promotion", "final", "PRED_NOT_REPRODUCED"):
+    for shown in ("attempts", "stages", "promotion", "final", "PRED_NOT_REPRODUCED", "roles", "workers"):
         assert shown in demo_run.stdout, shown
+    # the package the supervisor's finalization built verifies, and the report page is written
+    assert "all checks passed" in demo_run.stdout and "package/" in demo_run.stdout.split("final")[-1]
+    assert (demo_run.workspace / "report.html").stat().st_size > 10_000
     workspace = Workspace.open(demo_run.workspace)
     ledger = Ledger(workspace.ledger_path, read_only=True)
     try:
