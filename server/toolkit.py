@@ -160,6 +160,7 @@ def _run_call(spec: ToolSpec, ctx: ToolContext, arguments: dict[str, Any], progr
             subject_type="tool",
             subject_id=spec.name,
             payload={"outcome": outcome, "ms": round(1000 * (time.monotonic() - started), 1)},
+            deferred=True,  # one per call: written in batches, before anything reads the events
         )
 
 

@@ -25,11 +25,17 @@ class Activity:
         subject_type: str | None = None,
         subject_id: str | None = None,
         payload: dict[str, Any] | None = None,
+        deferred: bool = False,
     ) -> None:
+        """Append an event; `deferred`: batched with others (`Database.defer_event`), for one per call."""
+        row = (utcnow(), agent_id, kind, subject_type, subject_id, json.dumps(payload or {}, default=str))
+        if deferred:
+            self.db.defer_event(row)
+            return
         self.db.execute(
             "INSERT INTO events (occurred_at, agent_id, kind, subject_type, subject_id, payload) "
             "VALUES (?, ?, ?, ?, ?, ?)",
-            [utcnow(), agent_id, kind, subject_type, subject_id, json.dumps(payload or {}, default=str)],
+            list(row),
         )
 
     def events(self, *, agent_id: str | None = None, kind: str | None = None, limit: int = 100) -> list[dict]:

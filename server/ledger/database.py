@@ -38,6 +38,9 @@ def _migrations() -> list[tuple[int, str]]:
     return sorted(found)
 
 
+EVENT_BATCH = 64  # deferred events rows written in one statement at the latest
+
+
 class Database:
     def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = path
@@ -48,6 +51,7 @@ class Database:
             raise Conflict(f"ledger {path.name} is locked by another process: {exc}") from None
         self._lock = threading.RLock()
         self._generations: dict[str, int] = {}
+        self._deferred_events: list[tuple[Any, ...]] = []
         if not read_only:
             self._migrate()
         self._human_reads = readonly.Snapshots(path, self.snapshot_to, path.parent / ".amid" / "snapshots")
@@ -55,6 +59,7 @@ class Database:
     def close(self) -> None:
         self._human_reads.close()
         with self._lock:
+            self._flush_events()
             self._con.close()
 
     def _migrate(self) -> None:
@@ -74,6 +79,7 @@ class Database:
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """All statements inside commit together or not at all (nothing half-written)."""
         with self._lock:
+            self._flush_events()
             self._con.execute("BEGIN TRANSACTION")
             try:
                 yield self._con
@@ -81,6 +87,27 @@ class Database:
                 self._con.execute("ROLLBACK")
                 raise
             self._con.execute("COMMIT")
+
+    def defer_event(self, row: tuple[Any, ...]) -> None:
+        """An events row (occurred_at, agent_id, kind, subject_type, subject_id, payload) written
+        with the next statement that reads events, the next transaction, a snapshot or `close`,
+        at the latest after `EVENT_BATCH` rows: one INSERT for many tool calls. Nothing read
+        through this connection or a snapshot misses it; a killed process loses the batch."""
+        with self._lock:
+            self._deferred_events.append(row)
+            if len(self._deferred_events) >= EVENT_BATCH:
+                self._flush_events()
+
+    def _flush_events(self) -> None:
+        rows, self._deferred_events = self._deferred_events, []
+        if rows:
+            values = ", ".join(["(?, ?, ?, ?, ?, ?)"] * len(rows))
+            sql = f"INSERT INTO events (occurred_at, agent_id, kind, subject_type, subject_id, payload) VALUES {values}"
+            self._con.execute(sql, [value for row in rows for value in row])
+
+    def _before(self, sql: str) -> None:
+        if self._deferred_events and ("events" in sql or "v_agent_" in sql):
+            self._flush_events()
 
     def touch(self, table: str) -> None:
         """A writer of `table` says so: in-memory answers derived from it (`generation`) are stale."""
@@ -91,10 +118,12 @@ class Database:
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         with self._lock:
+            self._before(sql)
             self._con.execute(sql, list(params))
 
     def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         with self._lock:
+            self._before(sql)
             cursor = self._con.execute(sql, list(params))
             names = [d[0] for d in cursor.description or []]
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
@@ -105,6 +134,7 @@ class Database:
 
     def scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
         with self._lock:
+            self._before(sql)
             row = self._con.execute(sql, list(params)).fetchone()
         return row[0] if row else None
 
@@ -120,6 +150,7 @@ class Database:
     def snapshot_to(self, target: Path) -> readonly.ChangeKey:
         """Copy the ledger to `target` as of now; the file's change key at the copy."""
         with self._lock:
+            self._flush_events()
             if not self.read_only:
                 self._con.execute("CHECKPOINT")  # everything committed is in the main file
             shutil.copyfile(self.path, target)

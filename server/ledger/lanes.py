@@ -25,7 +25,8 @@ TIER_SQL_ORDER = "CASE tier WHEN 'primary' THEN 0 WHEN 'secondary' THEN 1 ELSE 2
 # Active claims with the expiry their holder's activity has earned them.
 _ACTIVE = """
 WITH seen AS (
-    SELECT agent_id, max(occurred_at) AS last_seen FROM events WHERE agent_id IS NOT NULL GROUP BY agent_id
+    SELECT agent_id, max(occurred_at) AS last_seen FROM events
+    WHERE agent_id IN (SELECT agent_id FROM claims WHERE released_at IS NULL) GROUP BY agent_id
 )
 SELECT c.claim_id, c.lane_id, c.agent_id, c.claimed_at,
        greatest(c.expires_at, coalesce(s.last_seen + to_seconds(CAST(? AS BIGINT)), c.expires_at)) AS expires_at
@@ -193,21 +194,16 @@ class Lanes:
         return sorted({r[0] for r in rows})
 
     def _expire(self, cur: duckdb.DuckDBPyConnection, now: datetime, lease_s: int) -> None:
-        for row in _rows(cur, _ACTIVE, [lease_s]):
-            if row["expires_at"] <= now:
-                cur.execute(
-                    "UPDATE claims SET released_at = ? WHERE claim_id = ?", [row["expires_at"], row["claim_id"]]
-                )
-                cur.execute(
-                    "INSERT INTO events (occurred_at, agent_id, kind, subject_type, subject_id, payload) "
-                    "VALUES (?, NULL, 'claim_expired', 'lane', ?, ?)",
-                    [
-                        now,
-                        row["lane_id"],
-                        json.dumps({"agent_id": row["agent_id"], "expired_at": str(row["expires_at"])}),
-                    ],
-                )
-        self._reopen(cur, now)
+        expired = [row for row in _rows(cur, _ACTIVE, [lease_s]) if row["expires_at"] <= now]
+        for row in expired:
+            cur.execute("UPDATE claims SET released_at = ? WHERE claim_id = ?", [row["expires_at"], row["claim_id"]])
+            cur.execute(
+                "INSERT INTO events (occurred_at, agent_id, kind, subject_type, subject_id, payload) "
+                "VALUES (?, NULL, 'claim_expired', 'lane', ?, ?)",
+                [now, row["lane_id"], json.dumps({"agent_id": row["agent_id"], "expired_at": str(row["expires_at"])})],
+            )
+        if expired:  # every other release reopens its lanes itself
+            self._reopen(cur, now)
 
     @staticmethod
     def _reopen(cur: duckdb.DuckDBPyConnection, now: datetime) -> None:
