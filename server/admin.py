@@ -13,7 +13,7 @@ from typing import Any
 from server.context import Services
 from server.errors import InvalidInput
 from server.ledger import Ledger
-from server.report import build_report
+from server.report.build import build_report
 from server.workspace import Workspace
 
 

@@ -6,6 +6,15 @@ package's manifest, and renders a page with inline CSS and SVG only: no script, 
 
 from __future__ import annotations
 
-from server.report.build import build_report, report_facts
+from typing import Any
 
 __all__ = ["build_report", "report_facts"]
+
+
+def __getattr__(name: str) -> Any:
+    """`build_report` and `report_facts` load on first use: `amid --help` must not import DuckDB."""
+    if name in __all__:
+        from server.report import build
+
+        return getattr(build, name)
+    raise AttributeError(name)

@@ -48,6 +48,6 @@ def add_dashboard_route(mcp: MCPServer, services: Services) -> None:
 
 
 def _page(services: Services) -> str:
-    from server.report import build_report
+    from server.report.build import build_report
 
     return build_report(services.ledger, services.workspace, refresh_s=REFRESH_S)

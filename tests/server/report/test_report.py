@@ -11,7 +11,7 @@ from PIL import Image
 from server.context import Services
 from server.ledger import utcnow
 from server.ledger.lanes import LaneRow
-from server.report import build_report
+from server.report.build import build_report
 from tests.server.report.checks import check_numbers_match, check_plots_drawn
 from tests.server.report.chromium import WINDOW, dump_dom, screenshot
 from tests.server.report.conftest import PLOT_IDS, numbers_from_file
