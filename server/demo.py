@@ -141,7 +141,8 @@ def _print(summary: dict[str, list[list[Any]]], steps: dict[str, dict[str, Any]]
             table.add_row(*(escape(str(v)) for v in row))
         console.print(table)
     for agent_id, done in steps.items():
-        console.print(f"{agent_id}: " + "; ".join(f"{k}: {v}" for k, v in done.items() if k != "profile_data"))
+        shown = {k: v for k, v in done.items() if k != "profile_data" and not k.endswith(" submitted")}
+        console.print(f"{agent_id}: " + "; ".join(f"{k}: {v}" for k, v in shown.items()))
 
 
 def _verify_package(workspace: Workspace) -> None:

@@ -28,7 +28,7 @@ from typing import Any
 from mcp import Client
 
 from server.errors import JobFailed
-from server.mcp_client import call
+from server.mcp_client import ToolCallFailed, call
 from tools.task.contract import load_contract
 
 MODEL_PY = '''\
@@ -260,7 +260,12 @@ class ScriptedWorker:
         })  # fmt: skip
 
     async def attempt(self, commit: str, label: str) -> dict[str, Any]:
-        attempt = await self.submit(commit, label)
+        """Submit (once: the step is recorded) and wait for the review (requesting it again is a no-op)."""
+        submitted = f"{label} submitted"
+        if submitted not in self.plan.steps:
+            made = await self.submit(commit, label)
+            self.done(submitted, {"attempt_id": made["attempt_id"], "commit": commit})
+        attempt = self.plan.steps[submitted]
         verdict = await self.review(attempt["attempt_id"])
         codes = ", ".join(c["code"] for c in verdict["failed_checks"] if c["severity"] == "error") or "none"
         self.done(label, f"{attempt['attempt_id']} at {commit[:8]}: {verdict['verdict']} (failed: {codes})")
@@ -275,11 +280,15 @@ class ScriptedWorker:
         if "claim_lane" not in self.plan.steps:
             await self.claim()
         if "attempt 1" not in self.plan.steps:
-            val_cases = await self.train_and_predict()
-            commit = _commit(self.worktree, ["threshold_model.py", "outputs/model.json"],
-                             f"Threshold model, fold {self.plan.fold}")  # fmt: skip
-            self.plan.scores = _own_scores(self.task_dir, self.worktree / f"outputs/fold{self.plan.fold}", val_cases)
-            self.done("declared", ", ".join(f"{k}={v:.3f}" for k, v in self.plan.scores.items()))
+            if "attempt 1 submitted" in self.plan.steps:  # interrupted while its review ran
+                commit = str(self.plan.steps["attempt 1 submitted"]["commit"])
+            else:
+                val_cases = await self.train_and_predict()
+                commit = _commit(self.worktree, ["threshold_model.py", "outputs/model.json"],
+                                 f"Threshold model, fold {self.plan.fold}")  # fmt: skip
+                folder = self.worktree / f"outputs/fold{self.plan.fold}"
+                self.plan.scores = _own_scores(self.task_dir, folder, val_cases)
+                self.done("declared", ", ".join(f"{k}={v:.3f}" for k, v in self.plan.scores.items()))
             verdict = await self.attempt(commit, "attempt 1")
             self.done("verdict", verdict["verdict"] or verdict["status"])
         if "reflection 1" not in self.plan.steps:
@@ -289,8 +298,6 @@ class ScriptedWorker:
                 {"kind": "reflection", "title": "First attempt", "lane_id": self.plan.lane_id, "body": body},
             )
             self.done("reflection 1", f"note {note['note_id']}")
-        if self.plan.resubmit and "attempt 2" not in self.plan.steps:
-            await self.again("attempt 2")
 
     async def again(self, label: str) -> None:
         """The same model and predictions under a new commit: the reviewer sees no improvement."""
@@ -303,18 +310,25 @@ class ScriptedWorker:
         key = _digest(prompt)
         if key in self.plan.answered:
             return
+        try:
+            await self._act_on(prompt)
+        except ToolCallFailed as exc:  # as an agent would: read the error, note it, go on
+            self.done(f"error answering heartbeat {key}", exc.message[:300])
+        self.plan.answered.append(key)
+        self.save(self.plan)
+
+    async def _act_on(self, prompt: str) -> None:
         if "Plateau on lane" in prompt and "focus note" not in self.plan.steps:
             note = await self.call("post_note", {
                 "kind": "focus", "title": "Plateau: change the model, not the commit", "body": "Next: a learned model.",
                 "lane_id": self.plan.lane_id, "focus": "replace thresholds by a small learned model",
-                "evidence": self.plan.steps.get("attempt 1", ""), "remaining_budget": "what the stage leaves",
+                "evidence": self.plan.steps.get("attempt 1") or "my reviewed attempts on this lane",
+                "remaining_budget": "what the stage leaves",
                 "abandon_condition": "no verified gain after two attempts",
             })  # fmt: skip
             self.done("focus note", f"note {note['note_id']} after the plateau heartbeat")
         elif "Your role now: optimizer" in prompt and self.plan.resubmit and "attempt 3" not in self.plan.steps:
             await self.again("attempt 3")
-        self.plan.answered.append(key)
-        self.save(self.plan)
 
     async def answer_all(self, prompts: list[str]) -> None:
         """Answer heartbeats, a plateau's focus note first (until it is posted, attempts do not count)."""
@@ -342,13 +356,17 @@ async def run_worker(
     client: Client, plan: WorkerPlan, *, prompt: str | None = None, follow_s: float = 0.0,
     save: Callable[[WorkerPlan], None] | None = None,
 ) -> WorkerPlan:  # fmt: skip
-    """One session of a scripted worker: answer the prompt it was resumed with, finish its first attempt
-    cycle if it has not, then (with follow_s) follow the run, answering heartbeats, until it is done."""
+    """One session of a scripted worker: finish its first attempt cycle if it has not, answer the prompts
+    it was resumed with, resubmit once if its plan says so, then (with follow_s) follow the run,
+    answering heartbeats, until it is done. Every step is recorded once done, so a session interrupted
+    anywhere and resumed continues where it stopped."""
     worker = ScriptedWorker(client, plan, save)
     worker.task = await worker.call("get_task")
+    await worker.first_attempt()  # heartbeats are about reviewed attempts: the first one comes first
     delivered = [part.strip() for part in (prompt or "").split("\n\n") if part.strip()]
     await worker.answer_all(delivered + worker.take_inbox())
-    await worker.first_attempt()
+    if plan.resubmit and "attempt 2" not in plan.steps:
+        await worker.again("attempt 2")
     if follow_s:
         worker.done("stage seen", await worker.follow(follow_s))
     return plan
