@@ -74,12 +74,17 @@ def serve_http(settings: Settings, announce: Callable[[str], None] | None = None
         services.ledger.activity.log("server_started", agent_id=None, payload={"url": url})
         app = build_app(services)
         runtime.scheduler(services)  # re-attach to jobs that ran on while no server was up
-        start_reviewer(services)  # re-queue reviews a killed server left running
+        # Re-queue reviews a killed server left running, beside the first calls rather than before
+        # them: the pool's imports (scoring, scipy) take most of a second. A call that needs the
+        # pool meanwhile waits for it (`server.reviewer.reviewer` builds it once, under a lock).
+        starting = threading.Thread(target=start_reviewer, args=(services,), name="amid-reviewer-start", daemon=True)
+        starting.start()
         config = uvicorn.Config(http_app(app), log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
         if announce:
             announce(url)
         if not _STOP.is_set():
             uvicorn.Server(config).run(sockets=[sock])
+        starting.join(timeout=60)  # shutdown below then closes a pool that has finished starting
     finally:
         runtime.shutdown(services)
         clear_server_marker(services.workspace)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -12,9 +12,11 @@ from server.context import ToolContext
 from server.errors import Conflict, invalid, shown
 from server.ledger import utcnow
 from server.toolkit import ALL_ROLES, WORKERS, Created, IdempotencyKey, ToolResult, ToolSpec
-from tools.lane_plan import add_proposal, ensure_portfolio, excluded_ideas, lane_file
 from tools.planning.proposals import LaneProposal
 from tools.planning.render import PORTFOLIO_FILE
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 LaneId = Annotated[str, Field(description="from list_lanes")]
 
@@ -34,6 +36,14 @@ class LaneView(BaseModel):
     best_verified: float | None
 
 
+def _plan() -> ModuleType:
+    """The planner (profile, templates, scaffolds: numpy and more), imported at the first lane call
+    rather than at server start."""
+    from tools import lane_plan
+
+    return lane_plan
+
+
 class ListLanesResult(ToolResult):
     lanes: list[LaneView]
     excluded: list[str]
@@ -43,10 +53,10 @@ class ListLanesResult(ToolResult):
 
 def list_lanes(ctx: ToolContext, request: ListLanesInput) -> ListLanesResult:
     """The lane portfolio planned from the data profile, best first; lane files: memory/lanes/<lane_id>.md."""
-    ensure_portfolio(ctx)
+    _plan().ensure_portfolio(ctx)
     descending = ctx.contract.primary.direction == "higher_better"
     rows = ctx.ledger.lanes.summaries(utcnow(), ctx.settings.claim_lease_s, descending)
-    excluded = excluded_ideas(ctx)
+    excluded = _plan().excluded_ideas(ctx)
     return ListLanesResult(
         lanes=[LaneView(**{name: row[name] for name in LaneView.model_fields}) for row in rows],
         excluded=[f"{idea.template_id}: {idea.reason}" for idea in excluded] if request.include_excluded else [],
@@ -71,7 +81,7 @@ class ClaimLaneResult(ToolResult):
 
 def claim_lane(ctx: ToolContext, request: ClaimLaneInput) -> ClaimLaneResult:
     """Claim a lane (one per agent; a lease your tool calls renew); returns its lane file and what was tried."""
-    ensure_portfolio(ctx)
+    _plan().ensure_portfolio(ctx)
     now = utcnow()
     outcome = ctx.ledger.lanes.claim(
         request.lane_id,
@@ -84,7 +94,7 @@ def claim_lane(ctx: ToolContext, request: ClaimLaneInput) -> ClaimLaneResult:
         "lane_claimed", agent_id=ctx.caller.agent_id, subject_type="lane", subject_id=request.lane_id,
         payload={"renewed": outcome.renewed, "released": outcome.released},
     )  # fmt: skip
-    path = ctx.workspace.root / lane_file(ctx, request.lane_id)
+    path = ctx.workspace.root / _plan().lane_file(ctx, request.lane_id)
     return ClaimLaneResult(
         lane_id=request.lane_id,
         expires_at=_iso(now + timedelta(seconds=ctx.settings.claim_lease_s)),
@@ -153,10 +163,10 @@ class ProposeLaneResult(ToolResult):
 
 def propose_lane(ctx: ToolContext, request: ProposeLaneInput) -> ProposeLaneResult:
     """Add a lane idea; it starts downranked and the planner completes its fields."""
-    lane = add_proposal(ctx, _proposal(request))
+    lane = _plan().add_proposal(ctx, _proposal(request))
     ctx.ledger.activity.log("lane_proposed", agent_id=ctx.caller.agent_id, subject_type="lane", subject_id=lane.lane_id)
     return ProposeLaneResult(
-        lane_id=lane.lane_id, tier=lane.tier, lane_file=lane_file(ctx, lane.lane_id), notes=lane.downranked
+        lane_id=lane.lane_id, tier=lane.tier, lane_file=_plan().lane_file(ctx, lane.lane_id), notes=lane.downranked
     )
 
 

@@ -6,11 +6,12 @@ the planner and the scaffolds decide on, each traceable to the profile field it 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.profiling import CompactProfile, DataProfile
+if TYPE_CHECKING:  # the profile's models import numpy: not needed to import the planner's models
+    from tools.profiling import CompactProfile, DataProfile
 
 EvidenceValue = float | int | str
 
@@ -94,6 +95,8 @@ def facts_from_profile(
 ) -> PlanningFacts:
     """Reduce a data profile (full or compact) and the contract's modality, labels and channel names
     to the planner's facts."""
+    from tools.profiling import DataProfile
+
     if isinstance(profile, DataProfile):
         predicates = {p.name: p.value for p in profile.predicates}
         evidence = {p.name: dict(p.evidence) for p in profile.predicates}

@@ -13,8 +13,6 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Literal
 
-from huggingface_hub import scan_cache_dir
-from huggingface_hub.errors import CacheNotFound
 from pydantic import BaseModel, ConfigDict
 
 from registry.schemas import Access, Dimensionality, FoundationModel, Modality, TaskFamily
@@ -181,6 +179,9 @@ def _stem(token: str) -> str:
 
 def cached_hub_files(hub_cache_dir: Path | None) -> dict[str, frozenset[str]]:
     """Model repo id (lower case) -> file names present in any cached revision; empty without a cache."""
+    from huggingface_hub import scan_cache_dir  # here, not at import: it is off the server's start path
+    from huggingface_hub.errors import CacheNotFound
+
     try:
         info = scan_cache_dir(hub_cache_dir)
     except (CacheNotFound, OSError):

@@ -20,12 +20,14 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from PIL import Image, ImageDraw
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from server.errors import DataUnreadable, InvalidInput
+
+if TYPE_CHECKING:
+    from PIL.Image import Image as PILImage
 
 Ring = list[tuple[float, float]]
 LabelValue = Annotated[int, Field(ge=1, le=255)]  # uint8 raster; 0 is the background
@@ -115,6 +117,8 @@ class Adapter:
 
 def geojson_to_label_mask(source: Path, target: Path, options: MaskOptions) -> None:
     """Paint each Polygon/MultiPolygon feature of a known class; later features overwrite earlier ones."""
+    from PIL import Image, ImageDraw  # here, not at import: the server's start needs only the schemas
+
     mask = Image.new("L", _raster_size(options))
     draw = ImageDraw.Draw(mask)
     for properties, geometry in _features(source):
@@ -246,6 +250,8 @@ def _raster_size(options: MaskOptions) -> tuple[int, int]:
         return width, height
     if options.image is None:
         raise InvalidInput("options.shape: not given, and no options.image to take the size from", field="shape")
+    from PIL import Image
+
     try:
         with Image.open(options.image) as image:
             return image.size
@@ -256,7 +262,7 @@ def _raster_size(options: MaskOptions) -> tuple[int, int]:
 # ----------------------------------------------------------------------------- writing
 
 
-def _save_raster(mask: Image.Image, target: Path) -> None:
+def _save_raster(mask: PILImage, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
         mask.save(target)
