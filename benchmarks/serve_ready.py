@@ -5,12 +5,16 @@ started the same way. Both are measured in one run, N times each, as medians; th
 ratio amid / reference.
 
     python benchmarks/serve_ready.py [--runs 5]
+
+It also lists which heavy modules (torch, monai, nnU-Net, scipy, numpy, …) the start and a first
+get_task import: none should (they load at first use, or in the reviewer pool's start thread).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import socket
 import statistics
@@ -81,6 +85,35 @@ def _time_bare(script: Path) -> float:
         stop_server(process)  # type: ignore[arg-type]
 
 
+HEAVY = ("torch", "monai", "nnunetv2", "scipy", "numpy", "nibabel", "SimpleITK", "PIL", "huggingface_hub", "pandas")
+CRITICAL_PATH = """
+import asyncio, json, sys
+from pathlib import Path
+from mcp import Client
+from server.context import Services
+from server.ledger import Identity, Ledger
+from server.serve import build_app, http_app
+from server.settings import Settings
+from server.workspace import Workspace
+ws = Workspace.open(Path(sys.argv[1]))
+services = Services(settings=Settings(workspace=ws.root), workspace=ws, ledger=Ledger(ws.ledger_path))
+app = build_app(services, local_identity=Identity(agent_id="bench", role="agent"), with_auth=False)
+http_app(app)
+async def first() -> None:
+    async with Client(app.mcp, mode="legacy") as client:
+        await client.call_tool("get_task", {"include_case_ids": False})
+asyncio.run(first())
+print(json.dumps(sorted(m for m in json.loads(sys.argv[2]) if m in sys.modules)))
+"""
+
+
+def heavy_on_critical_path(workspace: Path) -> list[str]:
+    """Heavy modules imported by `amid serve`'s start and a first get_task (the reviewer pool, which
+    starts beside them in a thread, is left out: it is not on the path)."""
+    command = [sys.executable, "-c", CRITICAL_PATH, str(workspace), json.dumps(HEAVY)]
+    return list(json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
@@ -89,6 +122,8 @@ def main() -> None:
     token = admin_call(ws, "token_create", {"name": "bench", "role": "agent"})["token"]
     script = Path(tempfile.mkdtemp()) / "bare.py"
     script.write_text(BARE_SERVER, encoding="utf-8")
+    heavy = heavy_on_critical_path(ws.root)
+    load_before = os.getloadavg()[0]
     amid_s, bare_s = [], []
     for _ in range(args.runs):
         amid_s.append(_time_amid(ws.root, token))
@@ -99,6 +134,7 @@ def main() -> None:
     )
     print(f"bare SDK server → first ping: median {bare_median:.2f} s {[round(x, 2) for x in bare_s]}")
     print(f"ratio amid / bare SDK: {amid_median / bare_median:.2f}")
+    print(f"heavy modules on the critical path (start + first get_task): {heavy or 'none'}")
     path = write_result(
         "serve_ready",
         {
@@ -109,6 +145,11 @@ def main() -> None:
             "bare_median_s": bare_median,
             "ratio": amid_median / bare_median,
             "cpu_count": os.cpu_count(),
+            "load_average_1min_before": round(load_before, 2),
+            "load_average_1min_after": round(os.getloadavg()[0], 2),
+            "heavy_modules_checked": list(HEAVY),
+            "heavy_modules_on_critical_path": heavy,
+            "before_issue_14": {"amid_median_s": 3.37, "bare_median_s": 1.50, "ratio": 2.25},
         },
     )
     print(f"written {path}")
