@@ -154,7 +154,7 @@ def _verify_package(workspace: Workspace) -> None:
     command = [sys.executable, "-m", "server.cli", "verify-package", str(package), "-w", str(workspace.root)]
     checked = subprocess.run(command, capture_output=True, text=True, timeout=600)
     console.print(f"package: {package}")
-    console.print(escape(checked.stdout.strip() or checked.stderr.strip()))
+    console.print(escape(checked.stdout.strip() or checked.stderr.strip()), soft_wrap=True)
 
 
 def run_demo(root: Path | None = None) -> Workspace:
