@@ -13,10 +13,15 @@ from server.app import build_app, tool_specs
 from server.context import Services
 from server.ledger import Identity
 from server.settings import documented_settings
+from tests.clients import local_client
 
 ROOT = Path(__file__).resolve().parent.parent
 # 6200 with output schemas and every tool listed to every caller (before issue 14); ~3,600 now
 AGENT_TOOLS_TOKEN_BUDGET = 3700
+# The first half of an attempt cycle (get_task → profile_data → list_lanes → claim_lane) on the demo,
+# arguments and result texts, bytes / 4; benchmarks/protocol_tokens.py counts the whole cycle with a
+# real tokenizer (o200k: 9,626 → 6,992 tokens, results no longer indented).
+CYCLE_START_TOKEN_BUDGET = 4700  # ~4,360 now
 
 
 def _readme() -> str:
@@ -67,6 +72,24 @@ def test_agent_facing_tool_definitions_fit_the_token_budget(services: Services) 
     assert [t["name"] for t in seen] == agent_tools  # an agent token is shown only what it may call
     size = sum(len(json.dumps(t, separators=(",", ":"))) for t in seen)
     assert size / 4 <= AGENT_TOOLS_TOKEN_BUDGET
+
+
+def test_the_start_of_an_attempt_cycle_fits_its_token_budget(services: Services) -> None:
+    async def cycle() -> list[tuple[dict, str]]:
+        async with local_client(services, "solo") as client:
+            steps: list[tuple[str, dict]] = [("get_task", {}), ("profile_data", {"wait_s": 55}), ("list_lanes", {})]
+            seen = []
+            for tool, arguments in steps:
+                result = await client.call_tool(tool, arguments)
+                seen.append((arguments, result.content[0].text))  # type: ignore[union-attr]
+            lane = json.loads(seen[-1][1])["lanes"][0]["lane_id"]
+            claimed = await client.call_tool("claim_lane", {"lane_id": lane})
+            return [*seen, ({"lane_id": lane}, claimed.content[0].text)]  # type: ignore[union-attr]
+
+    calls = asyncio.run(cycle())
+    assert all(json.loads(text) and "\n" not in text for _, text in calls)  # compact JSON, no indentation
+    size = sum(len(json.dumps(arguments, separators=(",", ":"))) + len(text.encode()) for arguments, text in calls)
+    assert size / 4 <= CYCLE_START_TOKEN_BUDGET
 
 
 def test_every_error_class_has_a_distinct_code() -> None:
