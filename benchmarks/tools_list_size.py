@@ -1,7 +1,7 @@
 """Size of `tools/list` in bytes and approximate tokens, per tool and in total.
 
 Budget: the tools an agent token is shown (tools/list is filtered by the caller's role) together
-≤ 3,700 tokens (context a client loads up front; 6,200 before issue 14, with output schemas).
+≤ 4,000 tokens (context a client loads up front; 6,200 before issue 14, with output schemas).
 Tokens are estimated as bytes / 4 of the compact JSON a client receives (a common rule of thumb
 for English and JSON with cl100k-like tokenizers); the exact count depends on the model.
 
@@ -25,7 +25,7 @@ from server.context import Services
 from server.ledger import Identity, Ledger
 from server.settings import Settings
 
-BUDGET_TOKENS = 3700
+BUDGET_TOKENS = 4000
 
 
 async def _listed() -> list[dict]:
