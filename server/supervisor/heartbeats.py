@@ -124,6 +124,18 @@ def plateaus(view: RunView) -> list[Heartbeat]:
     return beats
 
 
+def _blocked_gain(view: RunView, agent_id: str) -> AttemptEvidence | None:
+    """The agent's latest rejected attempt whose raw verified score beats every counted attempt on its
+    lane: a good result the checks blocked (a rejected duplicate of a counted attempt is not one)."""
+    for a in reversed(view.own_attempts(agent_id)):
+        if a.verdict != "rejected" or a.verified_score is None:
+            continue
+        counted = [b.verified_score for b in view.evidence.attempts if b.lane_id == a.lane_id and view.counts(b)]
+        if all(view.better(a.verified_score, score) for score in counted):
+            return a
+    return None
+
+
 def role_of(view: RunView, agent_id: str, stage: str) -> RoleAssignment:
     lane_id = _current_lane(view, agent_id)
     status = view.lane_status(lane_id) if lane_id else None
@@ -137,11 +149,12 @@ def role_of(view: RunView, agent_id: str, stage: str) -> RoleAssignment:
         return made("optimizer", lane_id, f"optimizer of the promoted lane {lane_id}: improve its verified score")
     if status == "challenger":
         return made("challenger", lane_id, f"challenger on lane {lane_id}: try to overtake the promoted lane")
-    mine = [a for a in view.own_attempts(agent_id) if a.verdict == "rejected" and a.verified_score is not None]
-    if mine:
+    blocked = _blocked_gain(view, agent_id)
+    if blocked is not None:
         return made(
-            "repair", lane_id, f"repair: your attempt {mine[-1].attempt_id} scored but failed checks; fix its evidence"
-        )
+            "repair", blocked.lane_id, f"repair: your attempt {blocked.attempt_id} scored better than anything "
+            "counted on its lane but failed checks; fix its evidence"
+        )  # fmt: skip
     promoted = view.lanes_with("promoted", "challenger")
     return made(
         "support",

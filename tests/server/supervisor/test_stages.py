@@ -43,14 +43,16 @@ async def test_exploration_ends_when_primary_lanes_are_covered_and_plateaued_the
         reviewed(ledger, ws, "ben", "fm", [0.70])
         reviewed(ledger, ws, "ben", "fm", [0.60], verdict="rejected", codes=("PRED_NOT_REPRODUCED",))
         reviewed(ledger, ws, "ben", "fm", [0.65])
+        reviewed(ledger, ws, "cy", "post", [0.9], verdict="rejected", codes=("PRED_NOT_REPRODUCED",))
         second = await supervisor.tick()
         assert second.stage == "exploitation"
         assert _decisions(services) == {"unet": "promoted", "fm": "plateaued"}
         promotion = ledger.db.fetchone("SELECT reason FROM v_lane_decisions WHERE to_status = 'promoted'")
         assert promotion is not None and "gap 0.1 > noise 0: no challenger" in promotion["reason"]
         assert (await supervisor.tick()).stage == "exploitation"  # no plateau since promotion yet
-        assert _roles(services) == [  # ben's fm attempt that failed checks had a good raw score
-            ("ana", "exploitation", "optimizer", "unet"), ("ben", "exploitation", "repair", "fm"),
+        assert _roles(services) == [  # cy's 0.9 failed checks (a gain to repair); ben's rejected 0.6 was no gain
+            ("ana", "exploitation", "optimizer", "unet"), ("ben", "exploitation", "support", "unet"),
+            ("cy", "exploitation", "repair", "post"),
         ]  # fmt: skip
         reviewed(ledger, ws, "ana", "unet", [0.77])
         reviewed(ledger, ws, "ana", "unet", [0.76])
@@ -64,10 +66,10 @@ async def test_exploration_ends_when_primary_lanes_are_covered_and_plateaued_the
     final = ledger.db.fetchone("SELECT attempt_id, lane_id, audit_id FROM v_final_choice")
     assert final is not None and final["attempt_id"] == best and final["lane_id"] == "unet" and final["audit_id"]
     assert ledger.db.scalar("SELECT stage FROM v_stage") == "done"
-    assert _roles(services)[2:] == [
-        ("ana", "finalization", "finalizer", "unet"),
-        ("ben", "finalization", "finalizer", "fm"),
-    ]
+    assert _roles(services)[3:] == [
+        ("ana", "finalization", "finalizer", "unet"), ("ben", "finalization", "finalizer", "fm"),
+        ("cy", "finalization", "finalizer", "post"),
+    ]  # fmt: skip
 
 
 async def test_a_runner_up_within_fold_noise_is_kept_as_challenger_and_uncovered_lanes_are_waived(
