@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from server.errors import DataUnreadable
+from tools.profiling import nifti_memory
 from tools.profiling.inputs import ProfileCase
 from tools.profiling.labelstats import LabelSummary, Moments, seeded_sample, summarize_labels
 from tools.profiling.models import ProfileIssue, Severity
@@ -82,7 +83,8 @@ def analyze_case(job: CaseJob) -> CaseResult:
     start = time.perf_counter()
     result = CaseResult(index=job.index, case_id=job.case.case_id, split=job.case.split)
     try:
-        _analyze(job, result)
+        with nifti_memory.case_files():  # each NIfTI file of the case is read from disk once
+            _analyze(job, result)
     except Exception as error:  # one bad case must not stop a profile of thousands
         result.add_issue("case_failed", "error", None, f"{type(error).__name__}: {error}")
     result.seconds = time.perf_counter() - start
@@ -148,6 +150,9 @@ def _header(path: str, result: CaseResult, role: str) -> ImageHeader | None:
 
 
 def _file_digest(path: str) -> str:
+    known = nifti_memory.file_sha256(path)  # the bytes read for the header
+    if known is not None:
+        return hashlib.sha256(bytes.fromhex(known)).hexdigest()
     target = Path(path)
     files = sorted(p for p in target.rglob("*") if p.is_file()) if target.is_dir() else [target]
     digest = hashlib.sha256()

@@ -138,7 +138,10 @@ def _plain_dtype(dtype: Any) -> str:
 def _nifti_header(path: str) -> ImageHeader:
     import nibabel as nib
 
-    image: Any = nib.load(path)  # parses the header only; voxels stay on disk (typed as the base class)
+    from tools.profiling import nifti_memory
+
+    # parses the header only; voxels stay on disk, or compressed in memory (typed as the base class)
+    image: Any = nifti_memory.load_header(path) if nifti_memory.active() else nib.load(path)
     shape = tuple(int(s) for s in image.shape)
     zooms = image.header.get_zooms()
     spatial = shape[:3]
@@ -178,6 +181,12 @@ def _nifti_array(path: str, header: ImageHeader, z_range: ZRange | None) -> np.n
     """
     import nibabel as nib
 
+    from tools.profiling import nifti_memory
+
+    if nifti_memory.active() and header.n_channels == 1:
+        opened: Any = nifti_memory.load_header(path)
+        if nifti_memory.fits(opened):  # inflated once in memory, ISA-L where installed
+            return nifti_memory.load_array(path, opened, z_range)
     image: Any = nib.load(path)
     integers = np.dtype(header.dtype).kind in "iub"
     if header.n_channels == 1 and integers and _nifti_is_complete(path, image):
