@@ -11,6 +11,10 @@ label) is written once as an nnU-Net raw dataset and read by all three, each as 
 Agreement with nnU-Net's dataset_fingerprint.json: median spacing must be identical, foreground
 intensity statistics within 1 %.
 
+The floor, measured in AMID's child before it profiles: read and inflate every file once (ISA-L,
+and zlib for reference) in a pool like the profiler's (spawned, the same number of processes and
+initializer), the pool's start timed apart. Every tool is reported as a multiple of it.
+
     python benchmarks/profile_vs_nnunet.py            # 40 cases of 256 x 256 x 80-120
     python benchmarks/profile_vs_nnunet.py --quick    # 10 small cases, a smoke run (no JSON unless --output)
 """
@@ -125,9 +129,53 @@ def run_monai(work: Path, workers: int) -> tuple[float, dict[str, Any]]:
     return seconds, yaml.safe_load(out.read_text(encoding="utf-8"))
 
 
+def _inflate_file(job: tuple[str, str]) -> int:
+    """Read one file and inflate all of it (the floor's unit of work); the inflated size."""
+    path, how = job
+    with open(path, "rb") as handle:
+        raw = handle.read()
+    if how == "isal":
+        from isal import isal_zlib
+
+        return len(isal_zlib.decompress(raw, wbits=31))
+    import zlib
+
+    return len(zlib.decompress(raw, wbits=31))
+
+
+def read_floor(folder: Path, workers: int) -> dict[str, float]:
+    """Seconds to read and inflate every file of the dataset once, in a pool like the profiler's
+    (spawned, `workers` processes, its initializer), with ISA-L and with zlib; the pool's start apart."""
+    import multiprocessing
+
+    from tools.profiling.pool import _quiet_worker
+
+    files = sorted(str(p) for p in folder.rglob("*.nii.gz"))
+    context = multiprocessing.get_context("spawn")
+    started = time.perf_counter()
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_quiet_worker) as pool:
+        list(pool.map(_ready_all, [None] * workers))
+        floor = {"pool_start_s": time.perf_counter() - started}
+        for how in ("isal", "zlib"):
+            started = time.perf_counter()
+            total = sum(pool.map(_inflate_file, [(f, how) for f in files]))
+            floor[f"read_inflate_{how}_s"] = time.perf_counter() - started
+        floor["inflated_bytes"] = total
+    return floor
+
+
+def _ready_all(_: None) -> bool:
+    from tools.profiling import casework  # noqa: F401  the profiler's workers import it too
+
+    time.sleep(0.05)  # every worker gets one
+    return True
+
+
 def amid_child(folder: Path, workers: int, out: Path) -> None:
-    """Child process: profile the raw dataset as the profile_data tool would."""
+    """Child process: the read floor, then the raw dataset profiled as the profile_data tool would."""
     from tools.profiling import ProfileCase, ProfileRequest, profile_dataset
+
+    floor = read_floor(folder, workers)
 
     cases = [
         ProfileCase(
@@ -139,7 +187,8 @@ def amid_child(folder: Path, workers: int, out: Path) -> None:
     ]
     values = {v: k for k, v in LABELS.items()}
     request = ProfileRequest(task_type="segmentation", cases=cases, label_values=values, n_workers=workers)
-    out.write_text(profile_dataset(request).model_dump_json(), encoding="utf-8")
+    profile = json.loads(profile_dataset(request).model_dump_json())
+    out.write_text(json.dumps({**profile, "read_floor": floor}), encoding="utf-8")
 
 
 def monai_child(folder: Path, workers: int, out: Path) -> None:
@@ -212,7 +261,14 @@ def _arguments() -> argparse.Namespace:
 
 def _measure(work: Path, args: argparse.Namespace) -> tuple[dict[str, list[float]], dict[str, Any], dict[str, Any]]:
     """Seconds of every run per tool (nnU-Net and AMID alternate), with the last outputs of both."""
-    runs: dict[str, list[float]] = {"nnU-Net fingerprint": [], "AMID profile_dataset": [], "AMID in-process": []}
+    runs: dict[str, list[float]] = {
+        "nnU-Net fingerprint": [],
+        "AMID profile_dataset": [],
+        "AMID in-process": [],
+        "read floor (ISA-L)": [],
+        "read floor (zlib)": [],
+        "pool start": [],
+    }
     fingerprint: dict[str, Any] = {}
     profile: dict[str, Any] = {}
     for _ in range(args.repeats):
@@ -221,6 +277,10 @@ def _measure(work: Path, args: argparse.Namespace) -> tuple[dict[str, list[float
         seconds, profile = run_amid(work, args.workers)
         runs["AMID profile_dataset"].append(seconds)
         runs["AMID in-process"].append(profile["seconds"])  # profile_dataset alone, without interpreter start
+        floor = profile.pop("read_floor")  # measured in the same child, in a pool like the profiler's
+        runs["read floor (ISA-L)"].append(floor["read_inflate_isal_s"])
+        runs["read floor (zlib)"].append(floor["read_inflate_zlib_s"])
+        runs["pool start"].append(floor["pool_start_s"])
     if not args.skip_monai:
         runs["MONAI DataAnalyzer (cpu)"] = [run_monai(work, args.workers)[0]]
     return runs, fingerprint, profile
@@ -256,11 +316,21 @@ def main() -> None:
         "seconds_all_runs": {k: [round(v, 3) for v in seconds] for k, seconds in runs.items()},
         "speedup_vs_nnunet": round(best["nnU-Net fingerprint"] / amid, 2),
         "speedup_vs_monai": round(monai / amid, 2) if monai else None,
+        "read_floor_s": round(best["read floor (ISA-L)"], 3),
+        "multiples_of_read_floor": {
+            name: round(best[name] / best["read floor (ISA-L)"], 2)
+            for name in ("AMID in-process", "AMID profile_dataset", "nnU-Net fingerprint", "MONAI DataAnalyzer (cpu)")
+            if name in best
+        },
+        "amid_in_process_minus_pool_start_over_floor": round(
+            (best["AMID in-process"] - best["pool start"]) / best["read floor (ISA-L)"], 2
+        ),
         "agreement": rows,
         "all_agree": all(row["pass"] for row in rows),
     }
     print(_table(rows, best))
     print(f"speed-up vs nnU-Net: {payload['speedup_vs_nnunet']}x; vs MONAI: {payload['speedup_vs_monai']}x")
+    print(f"multiples of the read floor ({payload['read_floor_s']} s): {payload['multiples_of_read_floor']}")
     output = args.output or (None if args.quick else RESULT)
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
