@@ -11,9 +11,9 @@ label) is written once as an nnU-Net raw dataset and read by all three, each as 
 Agreement with nnU-Net's dataset_fingerprint.json: median spacing must be identical, foreground
 intensity statistics within 1 %.
 
-The floor, measured in AMID's child before it profiles: read and inflate every file once (ISA-L,
-and zlib for reference) in a pool like the profiler's (spawned, the same number of processes and
-initializer), the pool's start timed apart. Every tool is reported as a multiple of it.
+The floor, in a child started as AMID's is, after each AMID run: read and inflate every file once
+(ISA-L, and zlib for reference) in a pool like the profiler's (spawned, the same number of
+processes and initializer), the pool's start timed apart. Every tool is a multiple of it.
 
     python benchmarks/profile_vs_nnunet.py            # 40 cases of 256 x 256 x 80-120
     python benchmarks/profile_vs_nnunet.py --quick    # 10 small cases, a smoke run (no JSON unless --output)
@@ -171,11 +171,21 @@ def _ready_all(_: None) -> bool:
     return True
 
 
-def amid_child(folder: Path, workers: int, out: Path) -> None:
-    """Child process: the read floor, then the raw dataset profiled as the profile_data tool would."""
-    from tools.profiling import ProfileCase, ProfileRequest, profile_dataset
+def floor_child(folder: Path, workers: int, out: Path) -> None:
+    """Child process (started as AMID's is): the read floor."""
+    out.write_text(json.dumps(read_floor(folder, workers)), encoding="utf-8")
 
-    floor = read_floor(folder, workers)
+
+def run_floor(work: Path, workers: int) -> dict[str, float]:
+    out = work / "floor.json"
+    args = [sys.executable, __file__, "--floor-child", str(work / "raw" / DATASET_NAME), str(workers), str(out)]
+    _timed(args, {**os.environ, "PYTHONPATH": str(ROOT)})
+    return dict(json.loads(out.read_text(encoding="utf-8")))
+
+
+def amid_child(folder: Path, workers: int, out: Path) -> None:
+    """Child process: profile the raw dataset as the profile_data tool would."""
+    from tools.profiling import ProfileCase, ProfileRequest, profile_dataset
 
     cases = [
         ProfileCase(
@@ -187,8 +197,7 @@ def amid_child(folder: Path, workers: int, out: Path) -> None:
     ]
     values = {v: k for k, v in LABELS.items()}
     request = ProfileRequest(task_type="segmentation", cases=cases, label_values=values, n_workers=workers)
-    profile = json.loads(profile_dataset(request).model_dump_json())
-    out.write_text(json.dumps({**profile, "read_floor": floor}), encoding="utf-8")
+    out.write_text(profile_dataset(request).model_dump_json(), encoding="utf-8")
 
 
 def monai_child(folder: Path, workers: int, out: Path) -> None:
@@ -256,6 +265,7 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--output", type=Path, default=None, help=f"result JSON (default {RESULT} for full runs)")
     parser.add_argument("--amid-child", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--monai-child", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--floor-child", nargs=3, help=argparse.SUPPRESS)
     return parser.parse_args()
 
 
@@ -277,7 +287,7 @@ def _measure(work: Path, args: argparse.Namespace) -> tuple[dict[str, list[float
         seconds, profile = run_amid(work, args.workers)
         runs["AMID profile_dataset"].append(seconds)
         runs["AMID in-process"].append(profile["seconds"])  # profile_dataset alone, without interpreter start
-        floor = profile.pop("read_floor")  # measured in the same child, in a pool like the profiler's
+        floor = run_floor(work, args.workers)  # a child like AMID's, a pool like the profiler's
         runs["read floor (ISA-L)"].append(floor["read_inflate_isal_s"])
         runs["read floor (zlib)"].append(floor["read_inflate_zlib_s"])
         runs["pool start"].append(floor["pool_start_s"])
@@ -288,7 +298,8 @@ def _measure(work: Path, args: argparse.Namespace) -> tuple[dict[str, list[float
 
 def main() -> None:
     args = _arguments()
-    for flag, child in ((args.amid_child, amid_child), (args.monai_child, monai_child)):
+    children = ((args.amid_child, amid_child), (args.monai_child, monai_child), (args.floor_child, floor_child))
+    for flag, child in children:
         if flag:
             child(Path(flag[0]), int(flag[1]), Path(flag[2]))
             return
