@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import click
 
+from server.cli_options import workspace_option
 from server.errors import AmidError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -28,16 +29,6 @@ def _friendly(command: F) -> F:
             sys.exit(2)
 
     return wrapper  # type: ignore[return-value]
-
-
-workspace_option = click.option(
-    "--workspace",
-    "-w",
-    type=click.Path(path_type=Path),
-    envvar="AMID_WORKSPACE",
-    required=True,
-    help="the run's workspace folder (or AMID_WORKSPACE)",
-)
 
 
 def _workspace(path: Path) -> Any:

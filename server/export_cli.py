@@ -7,16 +7,11 @@ from pathlib import Path
 
 import click
 
+from server.cli_options import workspace_option
+
 
 @click.command("export")
-@click.option(
-    "--workspace",
-    "-w",
-    type=click.Path(path_type=Path),
-    envvar="AMID_WORKSPACE",
-    required=True,
-    help="the run's workspace folder (or AMID_WORKSPACE)",
-)
+@workspace_option
 @click.option(
     "--out",
     type=click.Path(path_type=Path, file_okay=False),

@@ -9,14 +9,11 @@ from typing import Any
 
 import click
 
-workspace_required = click.option(
-    "--workspace", "-w", type=click.Path(path_type=Path), envvar="AMID_WORKSPACE", required=True,
-    help="the run's workspace folder (or AMID_WORKSPACE)",
-)  # fmt: skip
+from server.cli_options import workspace_option
 
 
 @click.command("finalize")
-@workspace_required
+@workspace_option
 @click.option("--attempt", "attempt_id", default=None, help="the attempt to package [the final choice, else the best]")
 @click.option("--force", is_flag=True, help="replace a final choice or package of another attempt; rebuild")
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON")

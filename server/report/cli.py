@@ -6,18 +6,13 @@ from pathlib import Path
 
 import click
 
+from server.cli_options import workspace_option
+
 REPORT_FILE = "report.html"
 
 
 @click.command("report")
-@click.option(
-    "--workspace",
-    "-w",
-    type=click.Path(path_type=Path),
-    envvar="AMID_WORKSPACE",
-    required=True,
-    help="the run's workspace folder (or AMID_WORKSPACE)",
-)
+@workspace_option
 @click.option("--out", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help=f"where to write the page [WORKSPACE/{REPORT_FILE}]")  # fmt: skip
 def report_command(workspace: Path, out: Path | None) -> None:
