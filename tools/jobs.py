@@ -129,6 +129,8 @@ def get_job(ctx: ToolContext, request: GetJobInput, progress: Progress | None = 
         state = scheduler.wait(request.job_id, min(5.0, max(0.0, deadline - time.monotonic())))
         if progress and not state.is_terminal:
             progress(0, None, f"{state.status}")
+    if state.is_terminal:  # what the reply says has ended is in the ledger before the reply
+        state = scheduler.settled(request.job_id)
     return _view(ctx, state, request.tail_bytes)
 
 

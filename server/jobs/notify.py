@@ -34,6 +34,11 @@ class Notifier:
         self._queue.put((self._published, state))
         return self._published
 
+    @property
+    def published(self) -> int:
+        """The sequence of the latest published state (read under the lock that orders them)."""
+        return self._published
+
     def flush(self, sequence: int, timeout_s: float) -> bool:
         """Wait until the state with `sequence` (and all before it) reached the listener."""
         with self._done:

@@ -90,6 +90,14 @@ class JobScheduler:
         with self._lock:
             return self._require(job_id)
 
+    def settled(self, job_id: str, timeout_s: float = 5.0) -> JobState:
+        """The job's state once the ledger mirrors it: every change published so far was delivered
+        (an agent told "succeeded" finds the same in the ledger)."""
+        with self._lock:
+            state, sequence = self._require(job_id), self._notifier.published
+        self._notifier.flush(sequence, timeout_s=timeout_s)
+        return state
+
     def wait(self, job_id: str, timeout_s: float) -> JobState:
         """The job's state once it has ended, or after `timeout_s`, whichever comes first."""
         if timeout_s < 0:
