@@ -11,9 +11,9 @@ events, a usage chunk and `[DONE]`. Every request body is kept, so a test can re
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.server.supervisor.workers.scripted_endpoint import Reply, ScriptedEndpoint, reply
 
 TOOL = "get_task"
 
@@ -74,36 +74,11 @@ def _stream(body: dict[str, Any], n: int) -> bytes:
     )
 
 
-class ChatEndpoint:
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        endpoint = self
+class ChatEndpoint(ScriptedEndpoint):
+    url_suffix = "/v1"
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                return
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
-                if not self.path.rstrip("/").endswith("/chat/completions"):
-                    self.send_error(404, f"scripted endpoint: no {self.path}")
-                    return
-                endpoint.requests.append(body)
-                payload = _stream(body, len(endpoint.requests))
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.send_header("content-length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> ChatEndpoint:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    def answer(self, path: str, body: dict[str, Any]) -> Reply:
+        if not path.rstrip("/").endswith("/chat/completions"):
+            return self.not_found(path)
+        self.requests.append(body)
+        return reply("text/event-stream", _stream(body, len(self.requests)))

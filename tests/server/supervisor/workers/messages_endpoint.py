@@ -8,9 +8,9 @@ body is kept, so a test can read what the CLI sent on resume.
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.server.supervisor.workers.scripted_endpoint import Reply, ScriptedEndpoint, reply
 
 TOOL = "mcp__amid__get_task"
 
@@ -33,7 +33,7 @@ def _sse(kind: str, data: dict[str, Any]) -> bytes:
 
 
 def _stream(tool: bool, n: int) -> bytes:
-    message = {
+    message: dict[str, Any] = {
         "id": f"msg_{n}",
         "type": "message",
         "role": "assistant",
@@ -66,57 +66,15 @@ def _stream(tool: bool, n: int) -> bytes:
     )
 
 
-class MessagesEndpoint:
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        endpoint = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                return
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
-                endpoint.requests.append(body)
-                if not self.path.startswith("/v1/messages") or "count_tokens" in self.path:
-                    self._json({"input_tokens": 1})
-                    return
-                payload = _stream(_wants_tool(body), len(endpoint.requests))
-                if not body.get("stream"):
-                    self._json(
-                        {
-                            "id": "msg",
-                            "type": "message",
-                            "role": "assistant",
-                            "model": "claude-scripted",
-                            "content": [{"type": "text", "text": "Done."}],
-                            "stop_reason": "end_turn",
-                            "usage": {"input_tokens": 1, "output_tokens": 1},
-                        }
-                    )
-                    return
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.send_header("content-length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def _json(self, value: dict[str, Any]) -> None:
-                data = json.dumps(value).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> MessagesEndpoint:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+class MessagesEndpoint(ScriptedEndpoint):
+    def answer(self, path: str, body: dict[str, Any]) -> Reply:
+        self.requests.append(body)
+        if not path.startswith("/v1/messages") or "count_tokens" in path:
+            return reply("application/json", {"input_tokens": 1})
+        if not body.get("stream"):
+            return reply("application/json", {
+                "id": "msg", "type": "message", "role": "assistant", "model": "claude-scripted",
+                "content": [{"type": "text", "text": "Done."}], "stop_reason": "end_turn",
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+            })  # fmt: skip
+        return reply("text/event-stream", _stream(_wants_tool(body), len(self.requests)))

@@ -11,9 +11,9 @@ heartbeat, ends with a short message. The stream carries the SSE events the Resp
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.server.supervisor.workers.scripted_endpoint import Reply, ScriptedEndpoint, reply
 
 TOOL = "get_task"
 USAGE = {
@@ -111,41 +111,14 @@ def _stream(body: dict[str, Any], n: int) -> bytes:
     )
 
 
-class ResponsesEndpoint:
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        endpoint = self
+class ResponsesEndpoint(ScriptedEndpoint):
+    url_suffix = "/v1"
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                return
+    def answer_get(self, path: str) -> Reply:  # the model list Codex refreshes: none beyond the configured one
+        return reply("application/json", {"models": [], "data": []})
 
-            def do_GET(self) -> None:  # the model list Codex refreshes: none beyond the configured one
-                self._send("application/json", json.dumps({"models": [], "data": []}).encode())
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
-                if not self.path.rstrip("/").endswith("/responses"):
-                    self.send_error(404, f"scripted endpoint: no {self.path}")
-                    return
-                endpoint.requests.append(body)
-                self._send("text/event-stream", _stream(body, len(endpoint.requests)))
-
-            def _send(self, kind: str, data: bytes) -> None:
-                self.send_response(200)
-                self.send_header("content-type", kind)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> ResponsesEndpoint:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    def answer(self, path: str, body: dict[str, Any]) -> Reply:
+        if not path.rstrip("/").endswith("/responses"):
+            return self.not_found(path)
+        self.requests.append(body)
+        return reply("text/event-stream", _stream(body, len(self.requests)))
