@@ -24,6 +24,7 @@ from server.ledger import Identity, Ledger
 from server.package.finalize import build_package
 from server.protocol import INSTRUCTIONS
 from server.report.dashboard import add_dashboard_route
+from server.response_mode import route_by_progress
 from server.settings import Settings
 from server.toolkit import RoleListedServer, ToolSpec, register
 from server.workspace import Workspace
@@ -152,12 +153,14 @@ def http_app(app: App) -> Starlette:
         allowed_hosts=hosts,
         allowed_origins=[f"http://{h}" for h in hosts],
     )
-    return app.mcp.streamable_http_app(
+    starlette = app.mcp.streamable_http_app(
         streamable_http_path=settings.path,
         stateless_http=True,
         transport_security=security,
         host=settings.host,
     )
+    # One JSON body per answer; a stream only for a call that asks for progress (server/response_mode.py).
+    return route_by_progress(starlette, settings.path, [spec.name for spec in tool_specs() if spec.wants_progress])
 
 
 def open_services(settings: Settings) -> Services:
