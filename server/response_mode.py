@@ -76,7 +76,7 @@ def route_by_progress(app: Starlette, path: str, streaming_tools: Iterable[str])
     """Give `app` (the SDK's stateless, streaming app) a second, single-body transport on `path`
     and the router choosing between them; both run in the app's lifespan."""
     route = next(r for r in app.router.routes if isinstance(r, Route) and r.path == path)
-    holder = route.app  # the SDK's auth wrapper around its transport app (or the app itself)
+    holder: Any = route.app  # the SDK's auth wrapper around its transport app (or the app itself)
     inner = getattr(holder, "app", holder)
     if not isinstance(inner, StreamableHTTPASGIApp):
         raise TypeError(f"{path}: expected the SDK's Streamable HTTP app, found {type(inner).__name__}")
