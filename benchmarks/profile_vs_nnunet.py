@@ -34,7 +34,6 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import nibabel as nib
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,6 +75,10 @@ def synthetic_ct(index: int, size: int, depth: tuple[int, int], seed: int) -> tu
 
 
 def _write_case(job: tuple[Path, int, int, tuple[int, int], int]) -> None:
+    # nibabel here, not at the top: spawned workers (the profiler's and the floor's) run this script's
+    # top level again as their __main__, and the server's workers would not pay for nibabel
+    import nibabel as nib
+
     folder, index, size, depth, seed = job
     image, label, spacing = synthetic_ct(index, size, depth, seed)
     affine = np.diag([-spacing[0], -spacing[1], spacing[2], 1.0])  # LPS, as DICOM converters write

@@ -92,18 +92,38 @@ def _bounded(sizes: np.ndarray) -> list[int]:
     return [int(s) for s in ordered]
 
 
-def components(mask: np.ndarray) -> tuple[int, list[int]]:
-    """Number of connected components and their voxel counts (bounded), with full connectivity.
+def class_components(labels: np.ndarray) -> dict[int, tuple[int, list[int]]]:
+    """Per non-zero value: its connected components (count, bounded voxel counts), each value's voxels
+    connected only among themselves. Full connectivity (26 in 3-D, 8 in 2-D) is skimage's and MONAI's
+    default, so counts match theirs.
 
-    Full connectivity (26 in 3-D, 8 in 2-D) is skimage's and MONAI's default, so counts match theirs.
+    One pass of cc3d (a C++ labeller, imported in milliseconds) over the whole map for 2-D and 3-D;
+    scipy, whose import takes a profile worker about a third of a second, for other ranks.
     """
+    if labels.ndim in (2, 3) and labels.size:
+        import cc3d
+
+        labelled, n = cc3d.connected_components(labels, connectivity=3**labels.ndim - 1, return_N=True)
+        if n == 0:
+            return {}
+        flat = labelled.ravel(order="K")
+        sizes = np.bincount(flat, minlength=n + 1)
+        value_of = np.zeros(n + 1, dtype=labels.dtype)
+        value_of[flat] = labels.ravel(order="K")
+        return {
+            int(value): (int(np.count_nonzero(value_of[1:] == value)), _bounded(sizes[1:][value_of[1:] == value]))
+            for value in np.unique(value_of[1:])
+        }
     from scipy import ndimage
 
-    structure = ndimage.generate_binary_structure(mask.ndim, mask.ndim)
-    labelled, n = ndimage.label(mask, structure=structure)
-    if n == 0:
-        return 0, []
-    return int(n), _bounded(np.bincount(labelled.ravel())[1:])
+    found: dict[int, tuple[int, list[int]]] = {}
+    structure = ndimage.generate_binary_structure(labels.ndim, labels.ndim)
+    for value in np.unique(labels):
+        if value == 0:
+            continue
+        labelled, n = ndimage.label(labels == value, structure=structure)
+        found[int(value)] = (int(n), _bounded(np.bincount(labelled.ravel())[1:]))
+    return found
 
 
 def summarize_labels(label: np.ndarray, instances: bool) -> tuple[LabelSummary, tuple[slice, ...] | None]:
@@ -121,8 +141,9 @@ def summarize_labels(label: np.ndarray, instances: bool) -> tuple[LabelSummary, 
     if instances:
         summary.instance_sizes = _bounded(np.asarray([counts[v] for v in foreground_values]))
     else:
+        found = class_components(crop)
         for value in foreground_values:
-            summary.component_counts[value], summary.component_sizes[value] = components(crop == value)
+            summary.component_counts[value], summary.component_sizes[value] = found.get(value, (0, []))
     return summary, box
 
 

@@ -3,78 +3,98 @@
 A case's files are visited several times (header, content hash, voxels); here the compressed bytes
 are kept from the first visit, so the hash and the header come from memory, and inflation resumes
 where the header left off. gzip is inflated by ISA-L (`isal`, about twice zlib's speed) when it is
-installed, else by zlib. Voxels come from the inflated bytes without a copy. Only plain, unscaled
-3-D volumes take this path (`fits`); others stay with nibabel and SimpleITK in `readers`. The path
-is taken inside `case_files()` only (a profile worker's case): elsewhere a header is read without
-the rest of the file.
+installed, else by zlib, straight into the array that is handed out: one allocation per volume, no
+growing buffer and no copy (slices before the ones asked for are inflated and dropped). Headers are
+parsed by `nifti_header`, without nibabel. Only plain, unscaled 3-D volumes take this path (`fits`);
+others stay with nibabel and SimpleITK in `readers`. The path is taken inside `case_files()` only
+(a profile worker's case): elsewhere a header is read without the rest of the file.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 from collections import OrderedDict
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-try:
-    from isal import isal_zlib as inflate_module
-except ImportError:  # pragma: no cover - isal is a dependency; zlib is the fallback
-    import zlib as inflate_module  # type: ignore[no-redef]
+from tools.profiling import nifti_header
+from tools.profiling.nifti_header import NiftiHeader, gzip_module
 
-GZIP_WBITS = 31  # a gzip member: header and trailer checked by the inflater
-CHUNK = 1 << 20  # compressed bytes fed per step while inflating a prefix
 OPEN_FILES = 8  # per process: a case's images and label stay open between its steps
-HEADER_CLASSES = {348: "Nifti1", 540: "Nifti2"}
+
+
+class Truncated(ValueError):
+    """The file ends before the voxels the header promises."""
 
 
 @dataclass
 class OpenedNifti:
-    """One file's compressed bytes and the inflated prefix read so far."""
+    """One file's compressed bytes, the inflating stream over them and the header read so far."""
 
     path: str
     signature: tuple[int, int]
     raw: bytes
     gzipped: bool
-    data: bytearray = field(default_factory=bytearray)
-    consumed: int = 0  # offset in `raw` of the next compressed byte to inflate
-    inflater: Any = None
-    finished: bool = False
+    stream: Any = None  # a gzip reader over `raw` (multi-member files and zero padding included)
+    prefix: bytes = b""  # the inflated bytes read for the header
+    parsed: NiftiHeader | None = None
+    parsed_done: bool = False
     digest: str | None = None
 
-    def ensure(self, n_bytes: int) -> bytes | bytearray:
+    def head(self, n_bytes: int) -> bytes:
         """The first `n_bytes` inflated bytes (fewer when the file ends sooner)."""
         if not self.gzipped:
-            return self.raw
-        while len(self.data) < n_bytes and not self.finished:
-            self._inflate_step()
-        return self.data
+            return self.raw[:n_bytes]
+        if len(self.prefix) < n_bytes:
+            with suppress(EOFError):  # a truncated stream: what came out before the cut is kept
+                self.prefix += self._stream_at(len(self.prefix)).read(n_bytes - len(self.prefix))
+        return self.prefix[:n_bytes]
+
+    def header(self) -> NiftiHeader | None:
+        """The parsed header, or None when nibabel has to read this file."""
+        if not self.parsed_done:
+            start = self.head(4)
+            found = nifti_header.header_size(start)
+            self.parsed = nifti_header.parse(self.head(found[0])) if found else None
+            self.parsed_done = True
+        return self.parsed
+
+    def voxels(self, start: int, count: int, dtype: np.dtype) -> np.ndarray:
+        """`count` values of `dtype` from inflated byte `start` on, as a new native, writable array."""
+        native = dtype.newbyteorder("=")
+        n_bytes = count * dtype.itemsize
+        if not self.gzipped:
+            if start + n_bytes > len(self.raw):
+                raise Truncated(f"truncated: {len(self.raw)} bytes, the header needs {start + n_bytes}")
+            return np.frombuffer(self.raw, dtype=dtype, count=count, offset=start).astype(native)  # a copy
+        array = np.empty(count, dtype=native)
+        try:
+            got = self._stream_at(start).readinto(array.view(np.uint8).data)
+        except EOFError:
+            got = -1
+        if got != n_bytes:
+            raise Truncated(f"truncated: the header needs {start + n_bytes} inflated bytes, the file holds fewer")
+        if not dtype.isnative:
+            array.byteswap(inplace=True)
+        return array
 
     def sha256(self) -> str:
         if self.digest is None:
             self.digest = hashlib.sha256(self.raw).hexdigest()
         return self.digest
 
-    def _inflate_step(self) -> None:
-        if self.inflater is None:
-            self.inflater = inflate_module.decompressobj(wbits=GZIP_WBITS)
-        chunk = self.raw[self.consumed : self.consumed + CHUNK]
-        self.consumed += len(chunk)
-        out = self.inflater.decompress(chunk)
-        try:
-            self.data.extend(out)
-        except BufferError:  # an array handed out views the old buffer: grow a copy instead
-            self.data = bytearray(self.data) + out
-        if self.inflater.eof:  # a gzip member ended; another may follow (multi-member files)
-            self.consumed -= len(self.inflater.unused_data)
-            self.inflater = None
-            self.finished = not self.raw[self.consumed :].strip(b"\x00")
-        elif self.consumed >= len(self.raw):
-            self.finished = True  # truncated stream: what was inflated is all there is
+    def _stream_at(self, position: int) -> Any:
+        if self.stream is None:
+            self.stream = gzip_module.GzipFile(fileobj=io.BytesIO(self.raw))
+        if self.stream.tell() != position:
+            self.stream.seek(position)  # forward: inflates and drops; backward: starts over
+        return self.stream
 
 
 _opened: OrderedDict[str, OpenedNifti] = OrderedDict()
@@ -102,7 +122,7 @@ def opened(path: str) -> OpenedNifti:
 
 
 def forget(path: str) -> None:
-    """Drop a file's state once its voxels are out (the array keeps its own bytes)."""
+    """Drop a file's state once its voxels are out (the array owns its own memory)."""
     _opened.pop(path, None)
 
 
@@ -114,47 +134,26 @@ def file_sha256(path: str) -> str | None:
     return found.sha256()
 
 
-def load_header(path: str) -> Any:
-    """A nibabel image over the inflated header (and extensions); its voxels are not read."""
-    import nibabel as nib
-
-    state = opened(path)
-    start = bytes(state.ensure(4)[:4])
-    size = int.from_bytes(start, "little")
-    size = size if size in HEADER_CLASSES else int.from_bytes(start, "big")
-    if size not in HEADER_CLASSES:
-        raise ValueError("not a NIfTI-1 or NIfTI-2 header")
-    header_class = getattr(nib, f"{HEADER_CLASSES[size]}Header")
-    image_class = getattr(nib, f"{HEADER_CLASSES[size]}Image")
-    offset = int(header_class(binaryblock=bytes(state.ensure(size)[:size]), check=False).get_data_offset())
-    prefix = bytes(state.ensure(max(offset, size + 4))[: max(offset, size + 4)])
-    return image_class.from_bytes(prefix)
+def load_header(path: str) -> NiftiHeader | None:
+    """The file's header, parsed from its inflated first bytes; None when nibabel has to read it."""
+    return opened(path).header()
 
 
-def fits(image: Any) -> bool:
+def fits(header: NiftiHeader) -> bool:
     """A plain 3-D volume, unscaled: voxels are the stored values, in slices along the last axis
     (a scaled file keeps the readers' own path and its dtype rules)."""
-    return len(image.shape) == 3 and (float(image.dataobj.slope), float(image.dataobj.inter)) == (1.0, 0.0)
+    return len(header.shape) == 3 and not header.scaled
 
 
-def load_array(path: str, image: Any, z_range: tuple[int, int] | None) -> np.ndarray:
+def load_array(path: str, header: NiftiHeader, z_range: tuple[int, int] | None) -> np.ndarray:
     """Voxels (slices z_range[0]:z_range[1] when given) of a volume that `fits`."""
-
-    header = image.header
-    dtype = header.get_data_dtype()
-    nx, ny, nz = (int(s) for s in image.shape)
+    nx, ny, nz = header.shape
     low, high = z_range if z_range is not None else (0, nz)
-    offset = int(image.dataobj.offset)  # as read from the file (the image's header copy says 0)
-    slab = nx * ny * dtype.itemsize
-    needed = offset + high * slab
+    slab = nx * ny * header.dtype.itemsize
     state = opened(path)
-    data = state.ensure(needed)
-    if len(data) < needed:
-        raise ValueError(f"truncated: {len(data)} voxel bytes, the header needs {needed}")
+    array = state.voxels(header.offset + low * slab, nx * ny * (high - low), header.dtype)
     forget(path)
-    array = np.frombuffer(data, dtype=dtype, count=nx * ny * (high - low), offset=offset + low * slab)
-    array = array.reshape((nx, ny, high - low), order="F")
-    return array if dtype.isnative else array.astype(dtype.newbyteorder("="))
+    return array.reshape((nx, ny, high - low), order="F")
 
 
 _active = False

@@ -126,9 +126,9 @@ def read_array(path: str, z_range: ZRange | None = None) -> tuple[np.ndarray, Im
 
 
 def orientation_code(affine: np.ndarray) -> str:
-    import nibabel as nib
+    from tools.profiling.nifti_header import axis_codes
 
-    return "".join(str(code) for code in nib.aff2axcodes(affine))
+    return axis_codes(affine)
 
 
 def _plain_dtype(dtype: Any) -> str:
@@ -136,12 +136,31 @@ def _plain_dtype(dtype: Any) -> str:
 
 
 def _nifti_header(path: str) -> ImageHeader:
+    """From the header alone, parsed here (`nifti_header`) unless the file needs nibabel."""
+    from tools.profiling import nifti_header, nifti_memory
+
+    parsed = nifti_memory.load_header(path) if nifti_memory.active() else nifti_header.read(path)
+    if parsed is None:
+        return _nibabel_header(path)
+    shape = parsed.shape
+    spatial = shape[:3]
+    return ImageHeader(
+        path=path,
+        file_type="nifti",
+        shape=spatial,
+        n_channels=int(np.prod(shape[3:])) if len(shape) > 3 else 1,
+        dtype=_plain_dtype(parsed.dtype),
+        spacing=parsed.zooms[: len(spatial)],
+        affine=parsed.affine.tolist(),
+        orientation=orientation_code(parsed.affine),
+        size_bytes=os.path.getsize(path),
+    )
+
+
+def _nibabel_header(path: str) -> ImageHeader:
     import nibabel as nib
 
-    from tools.profiling import nifti_memory
-
-    # parses the header only; voxels stay on disk, or compressed in memory (typed as the base class)
-    image: Any = nifti_memory.load_header(path) if nifti_memory.active() else nib.load(path)
+    image: Any = nib.load(path)  # parses the header only; voxels stay on disk
     shape = tuple(int(s) for s in image.shape)
     zooms = image.header.get_zooms()
     spatial = shape[:3]
@@ -179,14 +198,14 @@ def _nifti_array(path: str, header: ImageHeader, z_range: ZRange | None) -> np.n
     ITK misreads float volumes (NaN comes back as 0) and truncated files (zero-filled), and refuses
     sheared affines; nibabel reads the first exactly and raises on the second.
     """
-    import nibabel as nib
-
     from tools.profiling import nifti_memory
 
     if nifti_memory.active() and header.n_channels == 1:
-        opened: Any = nifti_memory.load_header(path)
-        if nifti_memory.fits(opened):  # inflated once in memory, ISA-L where installed
-            return nifti_memory.load_array(path, opened, z_range)
+        parsed = nifti_memory.load_header(path)
+        if parsed is not None and nifti_memory.fits(parsed):  # inflated once in memory, ISA-L where installed
+            return nifti_memory.load_array(path, parsed, z_range)
+    import nibabel as nib
+
     image: Any = nib.load(path)
     integers = np.dtype(header.dtype).kind in "iub"
     if header.n_channels == 1 and integers and _nifti_is_complete(path, image):

@@ -77,3 +77,31 @@ def test_the_hash_comes_from_the_bytes_read_once_and_files_close_after_the_case(
         read_header(str(path))
         assert nifti_memory.file_sha256(str(path)) == hashlib.sha256(path.read_bytes()).hexdigest()
     assert not nifti_memory.active() and nifti_memory.file_sha256(str(path)) is None
+
+
+def test_a_cut_gzip_stream_gives_the_slices_before_the_cut_and_refuses_the_rest(tmp_path: Path) -> None:
+    volume = np.random.default_rng(5).integers(-1000, 1000, (32, 32, 40)).astype(np.int16)
+    path = _save(tmp_path / "c.nii.gz", volume)
+    compressed = path.read_bytes()
+    path.write_bytes(compressed[: len(compressed) // 2])  # no end-of-stream marker, no trailer
+    with nifti_memory.case_files():
+        assert read_header(str(path)).shape == (32, 32, 40)
+        assert np.array_equal(read_array(str(path), (0, 3))[0], volume[:, :, :3])
+        with pytest.raises(DataUnreadable, match=r"c\.nii\.gz: cannot read voxels .*truncated"):
+            read_array(str(path))
+
+
+def test_zero_padding_after_the_gzip_member_reads_whole(tmp_path: Path) -> None:
+    volume = np.random.default_rng(6).integers(0, 3, (12, 10, 8)).astype(np.uint8)
+    path = _save(tmp_path / "p.nii.gz", volume)
+    path.write_bytes(path.read_bytes() + b"\x00" * 512)
+    _, inside = _both(path)
+    assert np.array_equal(inside, volume)
+
+
+def test_the_header_is_parsed_without_nibabel_inside_a_case(tmp_path: Path) -> None:
+    path = _save(tmp_path / "n.nii.gz", np.zeros((6, 5, 4), np.int16))
+    with nifti_memory.case_files():
+        parsed = nifti_memory.load_header(str(path))
+        assert parsed is not None and parsed.shape == (6, 5, 4) and nifti_memory.fits(parsed)
+        assert nifti_memory.opened(str(path)).prefix[:4] == (348).to_bytes(4, "little")
