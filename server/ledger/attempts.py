@@ -139,7 +139,8 @@ class Attempts:
             )
 
     def get(self, attempt_id: str) -> dict[str, Any]:
-        row = self.db.fetchone("SELECT * FROM attempts WHERE attempt_id = ?", [attempt_id])
+        rows = self.db.cached_fetchall("SELECT * FROM attempts WHERE attempt_id = ?", [attempt_id])
+        row = rows[0] if rows else None
         if row is None:
             raise NotFound(f"attempt_id: no attempt {attempt_id!r}", field="attempt_id")
         for key in ("folds", "inference_command", "claims"):
@@ -161,7 +162,7 @@ class Attempts:
 
     def scores(self, attempt_id: str, source: str, scope: str = "fold") -> dict[int, dict[str, float | None]]:
         """fold → metric → value for one source ('agent' declared, 'reviewer' verified)."""
-        rows = self.db.fetchall(
+        rows = self.db.cached_fetchall(
             "SELECT fold, metric, value FROM metrics WHERE attempt_id = ? AND source = ? AND scope = ?",
             [attempt_id, source, scope],
         )

@@ -5,18 +5,28 @@ DuckDB allows one read-write process per file; a second server on the same works
 process every statement goes through one connection guarded by a re-entrant lock: tool calls are
 small and rare next to GPU hours, and one writer keeps ordering simple. Human SQL never runs on
 that connection: it reads a snapshot on its own DuckDB instance (server/ledger/readonly.py).
+
+Reads that many agents repeat (the lane table, the leaderboard, a review) are answered from memory
+between writes (`cached`): every statement that writes names its table, and a committed write moves
+that table's generation on; an answer is kept with the generations of the tables it read and is
+used only while they are unchanged (and, for answers that age, until a time it names).
 """
 
 from __future__ import annotations
 
+import json
+import math
+import re
 import shutil
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 
@@ -39,6 +49,47 @@ def _migrations() -> list[tuple[int, str]]:
 
 
 EVENT_BATCH = 64  # deferred events rows written in one statement at the latest
+CACHED_ANSWERS = 512  # `cached` answers kept (least recently used go first)
+# The table a writing statement writes; a schema change moves every generation on.
+_WRITES = re.compile(r"^\s*(?:INSERT\s+(?:OR\s+\w+\s+)?INTO|UPDATE|DELETE\s+FROM)\s+\"?(\w+)", re.IGNORECASE)
+_SCHEMA = re.compile(r"^\s*(?:CREATE|DROP|ALTER)\b", re.IGNORECASE)
+EVERY_TABLE = "*"
+T = TypeVar("T")
+
+
+def _base_tables(tree: Any) -> Iterator[str]:
+    if isinstance(tree, dict):
+        if tree.get("type") == "BASE_TABLE" and tree.get("table_name"):
+            yield str(tree["table_name"])
+        for value in tree.values():
+            yield from _base_tables(value)
+    elif isinstance(tree, list):
+        for value in tree:
+            yield from _base_tables(value)
+
+
+def written_table(sql: str) -> str | None:
+    """The table a statement writes (`*`: the schema changes), or None for a read."""
+    found = _WRITES.match(sql)
+    if found:
+        return found.group(1).lower()
+    return EVERY_TABLE if _SCHEMA.match(sql) else None
+
+
+class Transaction:
+    """The cursor of `Database.transaction`: statements run on the one connection; the tables they
+    write are noted, and their generations move on when the transaction commits."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.written: set[str] = set()
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> duckdb.DuckDBPyConnection:
+        table = written_table(sql)
+        if table is not None:
+            self.written.add(table)
+        self.db._before(sql)
+        return self.db._con.execute(sql, list(params))
 
 
 class Database:
@@ -49,8 +100,15 @@ class Database:
             self._con = duckdb.connect(str(path), read_only=read_only)
         except duckdb.IOException as exc:
             raise Conflict(f"ledger {path.name} is locked by another process: {exc}") from None
+        if not read_only:
+            # Statements here are small; DuckDB's worker threads cost more to wake than they save.
+            self._con.execute("SET threads = 1")
         self._lock = threading.RLock()
         self._generations: dict[str, int] = {}
+        self._answers: OrderedDict[Any, tuple[tuple[int, ...], float, Any]] = OrderedDict()
+        self._in_transaction: list[tuple[Any, ...]] | None = None  # events flushed in the open one
+        self.idempotency_known: set[tuple[str, str, str]] = set()  # server/ledger/idempotency.py
+        self._tables_read: dict[str, frozenset[str]] = {}
         self._deferred_events: list[tuple[Any, ...]] = []
         if not read_only:
             self._migrate()
@@ -76,23 +134,30 @@ class Database:
                     cur.execute("INSERT INTO schema_migrations VALUES (?, ?)", [version, utcnow()])
 
     @contextmanager
-    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """All statements inside commit together or not at all (nothing half-written)."""
+    def transaction(self) -> Iterator[Transaction]:
+        """All statements inside commit together or not at all (nothing half-written). Deferred
+        events flushed inside (a statement read events) go back to the queue on a rollback."""
         with self._lock:
-            self._flush_events()
             self._con.execute("BEGIN TRANSACTION")
+            cursor = Transaction(self)
+            self._in_transaction = []
             try:
-                yield self._con
+                yield cursor
             except BaseException:
                 self._con.execute("ROLLBACK")
+                self._deferred_events[:0] = self._in_transaction
                 raise
+            finally:
+                self._in_transaction = None
             self._con.execute("COMMIT")
+            for table in cursor.written:
+                self.touch(table)
 
     def defer_event(self, row: tuple[Any, ...]) -> None:
         """An events row (occurred_at, agent_id, kind, subject_type, subject_id, payload) written
-        with the next statement that reads events, the next transaction, a snapshot or `close`,
-        at the latest after `EVENT_BATCH` rows: one INSERT for many tool calls. Nothing read
-        through this connection or a snapshot misses it; a killed process loses the batch."""
+        with the next statement that reads events, a snapshot or `close`, at the latest after
+        `EVENT_BATCH` rows: one INSERT for many tool calls. Nothing read through this connection
+        or a snapshot misses it; a killed process loses the batch."""
         with self._lock:
             self._deferred_events.append(row)
             if len(self._deferred_events) >= EVENT_BATCH:
@@ -104,27 +169,85 @@ class Database:
             values = ", ".join(["(?, ?, ?, ?, ?, ?)"] * len(rows))
             sql = f"INSERT INTO events (occurred_at, agent_id, kind, subject_type, subject_id, payload) VALUES {values}"
             self._con.execute(sql, [value for row in rows for value in row])
+            if self._in_transaction is not None:
+                self._in_transaction.extend(rows)  # committed with it, or queued again
+            self.touch("events")
 
     def _before(self, sql: str) -> None:
         if self._deferred_events and ("events" in sql or "v_agent_" in sql):
             self._flush_events()
 
     def touch(self, table: str) -> None:
-        """A writer of `table` says so: in-memory answers derived from it (`generation`) are stale."""
-        self._generations[table] = self._generations.get(table, 0) + 1
+        """`table` changed (every writing statement says so itself): in-memory answers derived from
+        it (`generation`, `cached`) are stale. `*` moves every table on."""
+        with self._lock:
+            self._generations[table] = self._generations.get(table, 0) + 1
 
     def generation(self, table: str) -> int:
-        return self._generations.get(table, 0)
+        return self._generations.get(table, 0) + self._generations.get(EVERY_TABLE, 0)
+
+    def cached(self, key: Any, tables: Iterable[str], compute: Callable[[], tuple[T, float]]) -> T:
+        """`compute()`'s answer, kept while none of `tables` changes and until the time.monotonic()
+        it returns beside the answer (math.inf: no expiry). The generations are read before
+        computing: a write that lands meanwhile makes the kept answer stale at once."""
+        names = tuple(tables)
+        with self._lock:
+            generations = tuple(self.generation(t) for t in names)
+            found = self._answers.get(key)
+            if found is not None and found[0] == generations and time.monotonic() < found[1]:
+                self._answers.move_to_end(key)
+                return found[2]
+        answer, valid_until = compute()
+        with self._lock:
+            self._answers[key] = (generations, valid_until, answer)
+            self._answers.move_to_end(key)
+            while len(self._answers) > CACHED_ANSWERS:
+                self._answers.popitem(last=False)
+        return answer
+
+    def tables_read(self, sql: str) -> frozenset[str]:
+        """The tables a SELECT reads, views followed down to their tables, by DuckDB's own parser
+        (json_serialize_sql). Names of common table expressions come along; they never change."""
+        found = self._tables_read.get(sql)
+        if found is not None:
+            return found
+        with self._lock:
+            tree = json.loads(self._con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0])  # type: ignore[index]
+            if tree.get("error"):
+                raise ValueError(f"not a SELECT DuckDB can parse: {tree.get('error_message')}: {sql[:200]}")
+            views = dict(self._con.execute("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal").fetchall())
+        names: set[str] = set()
+        for name in _base_tables(tree):
+            view = views.get(name)
+            names |= self.tables_read(view.split(" AS ", 1)[1].rstrip().rstrip(";")) if view else {name.lower()}
+        found = frozenset(names)
+        self._tables_read[sql] = found
+        return found
+
+    def cached_fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        """`fetchall` answered from memory while no table it reads has changed (rows are copies)."""
+        if "now()" in sql.lower() or "current_" in sql.lower():
+            raise ValueError("a cached read cannot depend on the clock: pass the time as a parameter")
+        key = ("fetchall", sql, tuple(params))
+        rows = self.cached(key, self.tables_read(sql), lambda: (self.fetchall(sql, params), math.inf))
+        return [dict(row) for row in rows]
+
+    def _run(self, sql: str, params: Sequence[Any]) -> duckdb.DuckDBPyConnection:
+        """One statement outside a transaction (under the lock); a write moves its table on."""
+        self._before(sql)
+        result = self._con.execute(sql, list(params))
+        table = written_table(sql)
+        if table is not None:
+            self.touch(table)
+        return result
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         with self._lock:
-            self._before(sql)
-            self._con.execute(sql, list(params))
+            self._run(sql, params)
 
     def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         with self._lock:
-            self._before(sql)
-            cursor = self._con.execute(sql, list(params))
+            cursor = self._run(sql, params)
             names = [d[0] for d in cursor.description or []]
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
@@ -134,8 +257,7 @@ class Database:
 
     def scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
         with self._lock:
-            self._before(sql)
-            row = self._con.execute(sql, list(params)).fetchone()
+            row = self._run(sql, params).fetchone()
         return row[0] if row else None
 
     def read_only_query(self, sql: str, limit: int = readonly.DEFAULT_LIMIT) -> tuple[list[str], list[tuple[Any, ...]]]:

@@ -14,10 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-import duckdb
-
 from server.errors import Conflict, NotFound
-from server.ledger.database import Database
+from server.ledger.database import Database, Transaction
 
 UNCLAIMABLE = frozenset({"waived", "retired"})
 TIER_SQL_ORDER = "CASE tier WHEN 'primary' THEN 0 WHEN 'secondary' THEN 1 ELSE 2 END"
@@ -59,15 +57,24 @@ class ClaimOutcome:
     released: list[str] = field(default_factory=list)
 
 
-def _rows(cur: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> list[dict[str, Any]]:
+def _rows(cur: Transaction, sql: str, params: list[Any]) -> list[dict[str, Any]]:
     cursor = cur.execute(sql, params)
     names = [d[0] for d in cursor.description or []]
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
+_LANES_IN_ORDER = f"SELECT * FROM lanes ORDER BY {TIER_SQL_ORDER}, rank DESC, lane_id"
+_HOLDERS = "SELECT lane_id, agent_id FROM claims WHERE released_at IS NULL ORDER BY claimed_at"
+_SCORES_BY_LANE = (
+    "SELECT lane_id, count(*) AS n_accepted, max(verified_score) AS best_max, "
+    "min(verified_score) AS best_min FROM v_leaderboard GROUP BY lane_id"
+)
+
+
 class Lanes:
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._no_expiry_before: tuple[tuple[int, int], datetime] | None = None
 
     # --- the portfolio -------------------------------------------------------------------------
     def add(self, rows: list[LaneRow], now: datetime) -> int:
@@ -113,18 +120,12 @@ class Lanes:
 
     def summaries(self, now: datetime, lease_s: int, descending: bool) -> list[dict[str, Any]]:
         """Every lane best first, with its current holders, accepted attempts and best verified score."""
-        with self.db.transaction() as cur:
-            self._expire(cur, now, lease_s)
-            lanes = _rows(cur, f"SELECT * FROM lanes ORDER BY {TIER_SQL_ORDER}, rank DESC, lane_id", [])
-            holders = _rows(
-                cur, "SELECT lane_id, agent_id FROM claims WHERE released_at IS NULL ORDER BY claimed_at", []
-            )
-            scores = _rows(
-                cur,
-                "SELECT lane_id, count(*) AS n_accepted, max(verified_score) AS best_max, "
-                "min(verified_score) AS best_min FROM v_leaderboard GROUP BY lane_id",
-                [],
-            )
+        if self._expiry_due(now, lease_s):
+            with self.db.transaction() as cur:
+                self._expire(cur, now, lease_s)
+        lanes = self.db.cached_fetchall(_LANES_IN_ORDER)
+        holders = self.db.cached_fetchall(_HOLDERS)
+        scores = self.db.cached_fetchall(_SCORES_BY_LANE)
         by_lane = {s["lane_id"]: s for s in scores}
         for lane in lanes:
             lane["claimants"] = [h["agent_id"] for h in holders if h["lane_id"] == lane["lane_id"]]
@@ -185,7 +186,7 @@ class Lanes:
             self._reopen(cur, now)
         return bool(closed)
 
-    def _release_all(self, cur: duckdb.DuckDBPyConnection, agent_id: str, now: datetime) -> list[str]:
+    def _release_all(self, cur: Transaction, agent_id: str, now: datetime) -> list[str]:
         rows = cur.execute(
             "UPDATE claims SET released_at = ? WHERE agent_id = ? AND released_at IS NULL RETURNING lane_id",
             [now, agent_id],
@@ -193,8 +194,18 @@ class Lanes:
         self._reopen(cur, now)
         return sorted({r[0] for r in rows})
 
-    def _expire(self, cur: duckdb.DuckDBPyConnection, now: datetime, lease_s: int) -> None:
-        expired = [row for row in _rows(cur, _ACTIVE, [lease_s]) if row["expires_at"] <= now]
+    def _expire(self, cur: Transaction, now: datetime, lease_s: int) -> None:
+        """Release the claims whose lease ran out. Skipped while no claim can have expired: until
+        the earliest expiry the last pass saw, with the claims unchanged since (later activity
+        only moves an expiry later)."""
+        if not self._expiry_due(now, lease_s):
+            return
+        unchanged = (self.db.generation("claims"), lease_s)
+        active = _rows(cur, _ACTIVE, [lease_s])
+        expired = [row for row in active if row["expires_at"] <= now]
+        later = [row["expires_at"] for row in active if row["expires_at"] > now]
+        # a release below moves the claims on at commit: the next pass looks again, once
+        self._no_expiry_before = (unchanged, min(later, default=datetime.max))
         for row in expired:
             cur.execute("UPDATE claims SET released_at = ? WHERE claim_id = ?", [row["expires_at"], row["claim_id"]])
             cur.execute(
@@ -205,8 +216,12 @@ class Lanes:
         if expired:  # every other release reopens its lanes itself
             self._reopen(cur, now)
 
+    def _expiry_due(self, now: datetime, lease_s: int) -> bool:
+        seen = self._no_expiry_before
+        return seen is None or seen[0] != (self.db.generation("claims"), lease_s) or now >= seen[1]
+
     @staticmethod
-    def _reopen(cur: duckdb.DuckDBPyConnection, now: datetime) -> None:
+    def _reopen(cur: Transaction, now: datetime) -> None:
         cur.execute(
             "UPDATE lanes SET status = 'open', updated_at = ? WHERE status = 'claimed' AND lane_id NOT IN "
             "(SELECT lane_id FROM claims WHERE released_at IS NULL)",

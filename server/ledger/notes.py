@@ -40,7 +40,7 @@ class Notes:
         before_id: int | None = None,
         limit: int = 20,
     ) -> list[dict[str, Any]]:
-        return self.db.fetchall(
+        return self.db.cached_fetchall(
             "SELECT * FROM notes WHERE (? IS NULL OR lane_id = ?) AND (? IS NULL OR kind = ?) "
             "AND (? IS NULL OR agent_id = ?) AND (? IS NULL OR note_id < ?) ORDER BY note_id DESC LIMIT ?",
             [lane_id, lane_id, kind, kind, agent_id, agent_id, before_id, before_id, limit],

@@ -94,7 +94,8 @@ class Reviews:
         return self.get(review_id), created
 
     def get(self, review_id: str) -> dict[str, Any]:
-        row = self.db.fetchone("SELECT * FROM reviews WHERE review_id = ?", [review_id])
+        rows = self.db.cached_fetchall("SELECT * FROM reviews WHERE review_id = ?", [review_id])
+        row = rows[0] if rows else None
         if row is None:
             raise NotFound(f"review_id: no review {review_id!r}; see request_review", field="review_id")
         return row
@@ -221,7 +222,7 @@ class Reviews:
         return [str(r["review_id"]) for r in rows]
 
     def checks(self, review_id: str) -> list[dict[str, Any]]:
-        rows = self.db.fetchall(
+        rows = self.db.cached_fetchall(
             "SELECT code, passed, severity, message, evidence FROM check_results WHERE review_id = ? "
             "ORDER BY passed, severity, code",
             [review_id],
@@ -231,7 +232,7 @@ class Reviews:
         return rows
 
     def verified(self, attempt_id: str) -> list[dict[str, Any]]:
-        return self.db.fetchall(
+        return self.db.cached_fetchall(
             "SELECT scope, fold, metric, value, n_cases, n_valid, n_nan, n_capped FROM metrics "
             "WHERE attempt_id = ? AND source = 'reviewer' ORDER BY scope, fold, metric",
             [attempt_id],
@@ -251,7 +252,7 @@ class Reviews:
     def leaderboard(self, higher_is_better: bool, lane_id: str | None, per_lane: int) -> list[dict[str, Any]]:
         """Accepted attempts ranked within each lane by verified primary score (`v_leaderboard`)."""
         order = "DESC" if higher_is_better else "ASC"
-        return self.db.fetchall(
+        return self.db.cached_fetchall(
             "SELECT * FROM (SELECT lane_id, attempt_id, agent_id, commit_sha, verified_score, n_folds, "
             f"row_number() OVER (PARTITION BY lane_id ORDER BY verified_score {order}, n_folds DESC, updated_at) "
             "AS rank FROM v_leaderboard WHERE verified_score IS NOT NULL AND (? IS NULL OR lane_id = ?)) "
