@@ -85,8 +85,11 @@ class _Runner:
         broken: list[list[CaseJob]] = []
         context = multiprocessing.get_context("spawn")  # fork is unsafe in a threaded server
         with ProcessPoolExecutor(n_workers, mp_context=context, initializer=_quiet_worker) as pool:
+            # one probe per worker: a spawning pool starts a process per pending task, so all start at
+            # once (one probe would start the others only after the first was up, a start-up later)
+            probes = [pool.submit(_ready) for _ in range(n_workers)]
             try:
-                pool.submit(_ready).result()
+                next(as_completed(probes)).result()
             except BrokenProcessPool as error:
                 raise PoolUnavailable(str(error)) from error
             futures: dict[Future[list[CaseResult]], list[CaseJob]] = {

@@ -14,7 +14,7 @@ import numpy as np
 
 from server.errors import DataUnreadable
 from tools.profiling.boxes import BoxSummary, summarize_boxes
-from tools.profiling.casework import CaseJob, CaseResult
+from tools.profiling.casework import CaseFiles, CaseJob, CaseResult
 from tools.profiling.dataprofile import PROFILE_VERSION, DataProfile
 from tools.profiling.duplicates import crosses_splits, exact_duplicate_sets, near_duplicate_sets
 from tools.profiling.evaluation import build_evaluation
@@ -49,7 +49,7 @@ def profile_dataset(request: ProfileRequest, progress: Progress | None = None) -
     if progress is not None:
         progress(0, len(request.cases), f"profiling {len(request.cases)} cases with {n_workers} workers")
     results = sorted(run_cases(_jobs(request), n_workers, progress), key=lambda r: r.index)
-    issues += [issue for result in results for issue in result.issues]
+    issues += [ProfileIssue(**vars(issue)) for result in results for issue in result.issues]
     box_summary, boxes_per_case = _boxes(request, results, issues)
     duplicates, near = exact_duplicate_sets(results), near_duplicate_sets(results)
     issues += _duplicate_issues(duplicates, near)
@@ -99,7 +99,7 @@ def _jobs(request: ProfileRequest) -> list[CaseJob]:
     return [
         CaseJob(
             index=index,
-            case=case,
+            case=CaseFiles.of(case),
             task_type=request.task_type,
             label_values=labels,
             foreground_samples=max(1, request.max_voxel_samples // max(labelled, 1)) if case.split == "train" else 0,

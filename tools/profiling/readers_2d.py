@@ -8,6 +8,7 @@ through `readers.read_header` and `readers.read_array`, which translate failures
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -138,4 +139,4 @@ def tiff_array(path: str, header: ImageHeader) -> tuple[np.ndarray, ImageHeader]
         return array, header
     factor = header.shape[-1] / shape[-1]
     spacing = tuple(s * factor for s in header.spacing)
-    return array, header.model_copy(update={"shape": shape, "spacing": spacing, "meta": {"level": str(index)}})
+    return array, replace(header, shape=shape, spacing=spacing, meta={"level": str(index)})

@@ -8,6 +8,7 @@ to RAS+ so that orientation codes mean the same as nibabel's. Called through `re
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -99,15 +100,14 @@ def dicom_series_header(directory: str) -> ImageHeader:
         spacing[2] = float(gap / (len(files) - 1))
     affine = np.asarray(first.affine)
     affine[:3, 2] = affine[:3, 2] / np.linalg.norm(affine[:3, 2]) * spacing[2]
-    return first.model_copy(
-        update={
-            "path": directory,
-            "file_type": "dicom_series",
-            "shape": (*first.shape[:2], len(files)),
-            "spacing": tuple(spacing),
-            "affine": affine.tolist(),
-            "size_bytes": sum(os.path.getsize(f) for f in files),
-        }
+    return replace(
+        first,
+        path=directory,
+        file_type="dicom_series",
+        shape=(*first.shape[:2], len(files)),
+        spacing=tuple(spacing),
+        affine=affine.tolist(),
+        size_bytes=sum(os.path.getsize(f) for f in files),
     )
 
 

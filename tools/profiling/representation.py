@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from tools.profiling.casework import CaseResult
 from tools.profiling.labelstats import Moments
 from tools.profiling.models import ChannelStats, Stats, top_counts
+from tools.profiling.quantiles import percentiles
 from tools.profiling.readers import ImageHeader
 
 # nnU-Net's rule for an axis that gets its own target spacing: spacing more than 3x the others'
@@ -72,7 +73,7 @@ def _nnunet_axis(spacing: list[float], shape: list[float]) -> int | None:
 
 def _channel_stats(channel: int, name: str | None, pool: list[np.ndarray], parts: list[Moments]) -> ChannelStats:
     values = np.concatenate(pool)
-    low, median, high = np.percentile(values, [0.5, 50.0, 99.5])
+    low, median, high = percentiles(values, [0.5, 50.0, 99.5])
     means = np.asarray([p.mean for p in parts])
     mean = float(means.mean())
     variance = float(np.mean(np.asarray([p.var for p in parts]) + np.square(means - mean)))

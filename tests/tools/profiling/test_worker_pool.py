@@ -24,3 +24,27 @@ def test_a_killed_worker_loses_no_case(ct_cases: list[ProfileCase]) -> None:
     assert sorted(r.case_id for r in profile.cases) == [c.case_id for c in ct_cases]
     assert profile.issues_with("reader_crashed") == []
     assert all(r.file_type == "nifti" and r.foreground_ratio for r in profile.cases)
+
+
+WORKER_SCRIPT = """
+import pickle, sys
+from tools.profiling.casework import analyze_case
+result = analyze_case(pickle.loads(sys.stdin.buffer.read()))
+heavy = sorted(m for m in ("nibabel", "scipy", "pydantic", "SimpleITK", "torch") if m in sys.modules)
+print(len(result.issues), result.label is not None, result.header is not None, heavy)
+"""
+
+
+def test_a_worker_profiles_a_nifti_case_without_nibabel_scipy_or_pydantic(ct_cases: list[ProfileCase]) -> None:
+    """What a spawned worker imports is its start-up time: plain NIfTI needs none of these."""
+    import pickle
+    import subprocess
+    import sys
+
+    from tools.profiling.profile import _jobs
+
+    job = _jobs(ct_request(ct_cases))[0]
+    done = subprocess.run(
+        [sys.executable, "-c", WORKER_SCRIPT], input=pickle.dumps(job), capture_output=True, check=True, timeout=60
+    )
+    assert done.stdout.decode().split() == ["0", "True", "True", "[]"], done.stderr.decode()

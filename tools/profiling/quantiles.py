@@ -1,0 +1,70 @@
+"""Exact percentiles of large float32 samples, equal to numpy's (linear method), in a third of the time.
+
+`np.percentile` copies the pooled samples and partitions them around every order statistic it
+needs: about 0.35 s for the 10 million foreground samples of a profile, spent in the caller after
+every worker is done. Here the order statistics come from a histogram of the values' top 16 bits
+(float32 bits map to integers of the same order) and a partition of the few values in the buckets
+that hold them; numpy's own interpolation formula then gives the same float64 results bit for bit
+(a test compares them). Small samples, other dtypes, and samples holding NaN or infinity go to
+`np.percentile` itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+MIN_SIZE = 1 << 16  # below this np.percentile is as fast
+BUCKETS = 1 << 16
+# Buckets of the top 16 bits of the ordered keys that hold -inf, +inf or NaN.
+NON_FINITE = (slice(0, 0x80), slice(0xFF80, BUCKETS))
+
+
+def percentiles(values: np.ndarray, q: Sequence[float]) -> list[float]:
+    """`np.percentile(values, q)` for a 1-D array, as Python floats."""
+    if values.dtype != np.float32 or values.ndim != 1 or values.size < MIN_SIZE:
+        return [float(v) for v in np.percentile(values, q)]
+    top = (_ordered_keys(values) >> 16).astype(np.uint16)  # bincount converts wider types slowly
+    counts = np.bincount(top, minlength=BUCKETS)
+    if any(counts[part].any() for part in NON_FINITE):
+        return [float(v) for v in np.percentile(values, q)]
+    n = values.size
+    quantiles = np.true_divide(np.asarray(q, dtype=np.float64), 100)
+    virtual = (n - 1) * quantiles  # numpy's linear method (Hyndman and Fan's 7th)
+    below = np.floor(virtual).astype(np.intp)
+    above = below + 1
+    below, above = np.clip(below, 0, n - 1), np.clip(above, 0, n - 1)
+    ranks = np.unique(np.concatenate([below, above]))
+    found = dict(zip(ranks.tolist(), _order_statistics(values, top, counts, ranks), strict=True))
+    low = np.asarray([found[r] for r in below.tolist()], dtype=np.float32)
+    high = np.asarray([found[r] for r in above.tolist()], dtype=np.float32)
+    gamma = virtual - below
+    difference = high - low
+    result = low + difference * gamma
+    np.subtract(high, difference * (1 - gamma), out=result, where=gamma >= 0.5)
+    return [float(v) for v in result]
+
+
+def _ordered_keys(values: np.ndarray) -> np.ndarray:
+    """uint32 keys in the order of the float32 values: sign bit flipped for positives, all bits for negatives."""
+    bits = values.view(np.uint32)
+    flip = (values.view(np.int32) >> 31).view(np.uint32)  # all ones for negatives, else zeros
+    flip |= np.uint32(0x80000000)
+    flip ^= bits
+    return flip
+
+
+def _order_statistics(values: np.ndarray, top: np.ndarray, counts: np.ndarray, ranks: np.ndarray) -> list[float]:
+    """The values at the given ranks of the sorted sample (0-based, ascending); `top`: each value's bucket."""
+    ends = np.cumsum(counts)
+    buckets = np.searchsorted(ends, ranks, side="right")
+    values_at: list[float] = []
+    members: dict[int, np.ndarray] = {}
+    for rank, bucket in zip(ranks.tolist(), buckets.tolist(), strict=True):
+        if bucket not in members:
+            members[bucket] = values[top == bucket]
+        start = int(ends[bucket] - counts[bucket])
+        inside = members[bucket]
+        values_at.append(float(np.partition(inside, rank - start)[rank - start]))
+    return values_at
