@@ -35,8 +35,9 @@ class Roles:
         return int(created[0]), True
 
     def current(self, agent_id: str) -> dict[str, Any] | None:
-        return self.db.fetchone(
+        rows = self.db.cached_fetchall(
             "SELECT stage, role, lane_id, reason FROM role_assignments WHERE agent_id = ? "
             "ORDER BY assignment_id DESC LIMIT 1",
             [agent_id],
         )
+        return rows[0] if rows else None
