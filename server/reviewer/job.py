@@ -8,6 +8,7 @@ run's repository and the data the server owns (task/ and private/).
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -107,3 +108,12 @@ def _parent(ledger: Ledger, parent_id: str | None) -> ParentScores | None:
 
 def _pick(row: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
     return {k: v for k, v in row.items() if k in model.model_fields}
+
+
+def report_paths(reviews_dir: Path, review_id: str) -> tuple[Path, Path, Path]:
+    """(report, progress, error) files of one review."""
+    return (
+        reviews_dir / f"{review_id}.json",
+        reviews_dir / f"{review_id}.progress.json",
+        reviews_dir / f"{review_id}.error.txt",
+    )

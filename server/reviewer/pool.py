@@ -25,9 +25,8 @@ from typing import Any
 from server.ledger import Ledger
 from server.ledger.reviews import CheckRow, MetricRow, ReviewOutcome
 from server.repo import prune_worktrees
-from server.reviewer.job import build_job
+from server.reviewer.job import build_job, report_paths
 from server.reviewer.report import ReviewReport
-from server.reviewer.run import report_paths, worker_main
 from server.settings import Settings
 from server.workspace import Workspace
 
@@ -38,12 +37,20 @@ STOP_GRACE_S = 5.0
 PRELOAD = ["server.reviewer.run", "nibabel", "git", "yaml", "imageio.v3"]
 
 
+def _worker_entry(connection: Any, server_pid: int) -> None:
+    """A review process's start: the review code (scoring, scipy) loads there, or in the fork
+    server that preloads it, never in the server, where importing it took a second of the GIL."""
+    from server.reviewer.run import worker_main
+
+    worker_main(connection, server_pid)
+
+
 class ReviewProcess:
     """One long-lived review process and the pipe to it."""
 
     def __init__(self, mp: Any, name: str) -> None:
         self.connection, child = mp.Pipe()
-        self.process = mp.Process(target=worker_main, args=(child, os.getpid()), name=name, daemon=True)
+        self.process = mp.Process(target=_worker_entry, args=(child, os.getpid()), name=name, daemon=True)
         self.process.start()
         child.close()
         self._stopping = threading.Lock()  # the pool's close() and the worker's thread may both stop it

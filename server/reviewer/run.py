@@ -23,7 +23,7 @@ from server.reviewer.fold_checks import fold_check, incomplete_check, schema_che
 from server.reviewer.graded_folds import review_graded_fold
 from server.reviewer.holdout import holdout_check
 from server.reviewer.integrity import artifact_checks, commit_check, evidence_check
-from server.reviewer.job import ReviewJob
+from server.reviewer.job import ReviewJob, report_paths
 from server.reviewer.metric_checks import direction_check, mismatch_check, trivial_check
 from server.reviewer.predictions import FoldResult, baseline_name, review_fold
 from server.reviewer.report import CODES, BaselineValue, ReviewReport, VerifiedMetric, unverifiable, verdict_of
@@ -97,15 +97,6 @@ def _new_baselines(ctx: ReviewContext, results: list[FoldResult]) -> list[Baseli
                       n_valid=s.n_valid, n_nan=s.n_nan, n_capped=s.n_capped)
         for r in results for name, s in r.baseline_summaries.items()
     ]  # fmt: skip
-
-
-def report_paths(reviews_dir: Path, review_id: str) -> tuple[Path, Path, Path]:
-    """(report, progress, error) files of one review."""
-    return (
-        reviews_dir / f"{review_id}.json",
-        reviews_dir / f"{review_id}.progress.json",
-        reviews_dir / f"{review_id}.error.txt",
-    )
 
 
 def _write_atomic(path: Path, text: str) -> None:
