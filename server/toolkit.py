@@ -259,7 +259,9 @@ def register(mcp: MCPServer, spec: ToolSpec, services: Services, local_identity:
         title=spec.title,
         description=spec.description,
         annotations=annotations,
-        structured_output=True,
+        # The handler builds its CallToolResult itself, structured content included; no output
+        # schema is published (below), so the SDK need not derive one from the return type.
+        structured_output=False,
     )
     # Titles that pydantic derives from field names repeat the names: drop them from the published
     # schemas (every byte of tools/list sits in each client's context). The SDK exposes no public
