@@ -13,7 +13,6 @@ others stay with nibabel and SimpleITK in `readers`. The path is taken inside `c
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -24,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from tools.profiling import nifti_header
-from tools.profiling.nifti_header import NiftiHeader, gzip_module
+from tools.profiling.nifti_header import NiftiHeader
 
 OPEN_FILES = 8  # per process: a case's images and label stay open between its steps
 
@@ -91,7 +90,7 @@ class OpenedNifti:
 
     def _stream_at(self, position: int) -> Any:
         if self.stream is None:
-            self.stream = gzip_module.GzipFile(fileobj=io.BytesIO(self.raw))
+            self.stream = nifti_header.gzip_reader(self.raw)
         if self.stream.tell() != position:
             self.stream.seek(position)  # forward: inflates and drops; backward: starts over
         return self.stream

@@ -25,23 +25,25 @@ CHUNK = 1 << 20
 NON_FINITE = (slice(0, 0x80), slice(0xFF80, BUCKETS))
 
 
-def percentiles(values: np.ndarray, q: Sequence[float]) -> list[float]:
-    """`np.percentile(values, q)` for a 1-D array, as Python floats."""
-    if values.dtype != np.float32 or values.ndim != 1 or values.size < MIN_SIZE:
-        return [float(v) for v in np.percentile(values, q)]
+def percentiles(parts: Sequence[np.ndarray], q: Sequence[float]) -> list[float]:
+    """`np.percentile(np.concatenate(parts), q)` for 1-D arrays, as Python floats (the parts are
+    never joined: each is a chunk, or is cut into chunks)."""
+    n = sum(part.size for part in parts)
+    usual = all(part.dtype == np.float32 and part.ndim == 1 for part in parts)
+    if not usual or n < MIN_SIZE:
+        return _numpy(parts, q)
     counts = np.zeros(BUCKETS, dtype=np.int64)
-    for chunk in _chunks(values):
+    for chunk in _chunks(parts):
         counts += np.bincount(_buckets(chunk), minlength=BUCKETS)
     if any(counts[part].any() for part in NON_FINITE):
-        return [float(v) for v in np.percentile(values, q)]
-    n = values.size
+        return _numpy(parts, q)
     quantiles = np.true_divide(np.asarray(q, dtype=np.float64), 100)
     virtual = (n - 1) * quantiles  # numpy's linear method (Hyndman and Fan's 7th)
     below = np.floor(virtual).astype(np.intp)
     above = below + 1
     below, above = np.clip(below, 0, n - 1), np.clip(above, 0, n - 1)
     ranks = np.unique(np.concatenate([below, above]))
-    found = dict(zip(ranks.tolist(), _order_statistics(values, counts, ranks), strict=True))
+    found = dict(zip(ranks.tolist(), _order_statistics(parts, counts, ranks), strict=True))
     low = np.asarray([found[r] for r in below.tolist()], dtype=np.float32)
     high = np.asarray([found[r] for r in above.tolist()], dtype=np.float32)
     gamma = virtual - below
@@ -51,8 +53,12 @@ def percentiles(values: np.ndarray, q: Sequence[float]) -> list[float]:
     return [float(v) for v in result]
 
 
-def _chunks(values: np.ndarray) -> list[np.ndarray]:
-    return [values[start : start + CHUNK] for start in range(0, values.size, CHUNK)]
+def _numpy(parts: Sequence[np.ndarray], q: Sequence[float]) -> list[float]:
+    return [float(v) for v in np.percentile(np.concatenate(parts), q)]
+
+
+def _chunks(parts: Sequence[np.ndarray]) -> list[np.ndarray]:
+    return [part[start : start + CHUNK] for part in parts for start in range(0, part.size, CHUNK)]
 
 
 def _buckets(values: np.ndarray) -> np.ndarray:
@@ -66,17 +72,17 @@ def _buckets(values: np.ndarray) -> np.ndarray:
     return keys.astype(np.uint16)  # bincount converts wider types slowly
 
 
-def _order_statistics(values: np.ndarray, counts: np.ndarray, ranks: np.ndarray) -> list[float]:
+def _order_statistics(parts: Sequence[np.ndarray], counts: np.ndarray, ranks: np.ndarray) -> list[float]:
     """The values at the given ranks of the sorted sample (0-based, ascending)."""
     ends = np.cumsum(counts)
     buckets = np.searchsorted(ends, ranks, side="right")
     wanted = sorted(set(buckets.tolist()))
-    parts: dict[int, list[np.ndarray]] = {bucket: [] for bucket in wanted}
-    for chunk in _chunks(values):
+    pieces: dict[int, list[np.ndarray]] = {bucket: [] for bucket in wanted}
+    for chunk in _chunks(parts):
         of_chunk = _buckets(chunk)
         for bucket in wanted:
-            parts[bucket].append(chunk[of_chunk == bucket])
-    members = {bucket: np.concatenate(found) for bucket, found in parts.items()}
+            pieces[bucket].append(chunk[of_chunk == bucket])
+    members = {bucket: np.concatenate(found) for bucket, found in pieces.items()}
     values_at: list[float] = []
     for rank, bucket in zip(ranks.tolist(), buckets.tolist(), strict=True):
         offset = rank - int(ends[bucket] - counts[bucket])

@@ -72,15 +72,14 @@ def _nnunet_axis(spacing: list[float], shape: list[float]) -> int | None:
 
 
 def _channel_stats(channel: int, name: str | None, pool: list[np.ndarray], parts: list[Moments]) -> ChannelStats:
-    values = np.concatenate(pool)
-    low, median, high = percentiles(values, [0.5, 50.0, 99.5])
+    low, median, high = percentiles(pool, [0.5, 50.0, 99.5])
     means = np.asarray([p.mean for p in parts])
     mean = float(means.mean())
     variance = float(np.mean(np.asarray([p.var for p in parts]) + np.square(means - mean)))
     return ChannelStats(
         channel=channel,
         name=name,
-        n_samples=int(values.size),
+        n_samples=sum(int(part.size) for part in pool),
         n_cases=len(parts),
         mean=mean,
         median=float(median),
@@ -133,6 +132,16 @@ def _by_split(results: list[CaseResult], names: dict[int, str] | None) -> dict[s
     return summaries
 
 
+def _column_medians(rows: Sequence[Sequence[float]]) -> list[float]:
+    """np.median(rows, axis=0) (the middle value, or the mean of the two middle ones), without the
+    numpy.ma import that np.median costs a fresh process on first use; non-finite values go to numpy."""
+    columns = [sorted(float(v) for v in column) for column in zip(*rows, strict=True)]
+    if not all(np.isfinite(column).all() for column in columns):
+        return [float(v) for v in np.median(rows, axis=0)]
+    middle = len(rows) // 2
+    return [c[middle] if len(c) % 2 else (c[middle - 1] + c[middle]) / 2 for c in columns]
+
+
 def _anisotropy(header: ImageHeader) -> float:
     return max(header.spacing) / min(header.spacing) if min(header.spacing) > 0 else float("nan")
 
@@ -143,8 +152,8 @@ def build_representation(results: list[CaseResult], names: dict[int, str] | None
     main = [h for h in headers if rank and len(h.shape) == rank[0][0]]
     spacings = [list(h.spacing) for h in main]
     shapes = [list(h.shape) for h in main]
-    median_spacing = [float(v) for v in np.median(spacings, axis=0)] if spacings else []
-    median_shape = [float(v) for v in np.median(shapes, axis=0)] if shapes else []
+    median_spacing = _column_medians(spacings)
+    median_shape = _column_medians(shapes)
     return Representation(
         spatial_dims=dict(Counter(str(h.spatial_dims) for h in headers)),
         dtypes=top_counts(Counter(h.dtype for h in headers)),

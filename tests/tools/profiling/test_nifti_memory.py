@@ -11,8 +11,18 @@ import numpy as np
 import pytest
 
 from server.errors import DataUnreadable
-from tools.profiling import nifti_memory
+from tools.profiling import nifti_header, nifti_memory
 from tools.profiling.readers import read_array, read_header
+
+
+@pytest.fixture(autouse=True, params=["isal_reader", "gzip_file"])
+def gzip_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs with ISA-L's in-memory reader and with the GzipFile that wraps it (the fallback)."""
+    if request.param == "gzip_file":
+        monkeypatch.setattr(nifti_header, "MEMORY_READER", None)
+    else:
+        assert nifti_header.MEMORY_READER is not None
+    return str(request.param)
 
 
 def _save(path: Path, volume: np.ndarray, **scaling: float) -> Path:

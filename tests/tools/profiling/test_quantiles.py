@@ -30,7 +30,10 @@ def test_equal_to_numpy_bit_for_bit(kind: str) -> None:
     for n in (MIN_SIZE, MIN_SIZE + 1, 200_003):
         values = _samples(kind, n, rng)
         for q in (QUANTILES, [0.0, 100.0, 25.0], list(rng.uniform(0, 100, 6))):
-            assert percentiles(values, q) == [float(v) for v in np.percentile(values, q)], (kind, n, q)
+            expected = [float(v) for v in np.percentile(values, q)]
+            assert percentiles([values], q) == expected, (kind, n, q)
+            cuts = sorted(rng.integers(0, n, size=5))  # the pooled per-case samples, of any sizes
+            assert percentiles(np.split(values, cuts), q) == expected, (kind, n, q)
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
@@ -39,4 +42,16 @@ def test_non_finite_values_and_other_inputs_go_to_numpy(bad: float) -> None:
     values[17] = bad
     with np.errstate(invalid="ignore"):  # numpy's interpolation next to an infinity warns; the answer stands
         for sample in (values, values.astype(np.float64), values[:100]):
-            assert np.array_equal(percentiles(sample, QUANTILES), np.percentile(sample, QUANTILES), equal_nan=True)
+            expected = np.percentile(sample, QUANTILES)
+            assert np.array_equal(percentiles([sample[:7], sample[7:]], QUANTILES), expected, equal_nan=True)
+
+
+def test_column_medians_equal_numpys() -> None:
+    from tools.profiling.representation import _column_medians
+
+    rng = np.random.default_rng(11)
+    for n in (1, 2, 3, 10, 41):
+        rows = rng.choice([0.703125, 0.78125, 2.5, 3.0, 5.0, 0.1, 1 / 3], size=(n, 3)).tolist()
+        assert _column_medians(rows) == [float(v) for v in np.median(rows, axis=0)]
+    assert _column_medians([]) == []
+    assert np.isnan(_column_medians([[1.0], [float("nan")]])[0])
