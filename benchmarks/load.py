@@ -8,8 +8,10 @@ per second) and unpaced (each agent back to back). Reported per phase: calls/s, 
 errors, and the server's CPU per call (utime + stime of its process from /proc, before and after).
 
 Reference, in the same run: the MCP SDK's bare `MCPServer` with one trivial tool, same clients,
-same load. Afterwards every acknowledged post_note is audited in the ledger: exactly one note per
-acknowledged key, and a retried key answered with the same note.
+same load, as the SDK starts it by default (every answer a text/event-stream) and with
+`json_response=True` (every answer one JSON body, as amid answers calls that ask for no progress).
+Afterwards every acknowledged post_note is audited in the ledger: exactly one note per acknowledged
+key, and a retried key answered with the same note.
 
     python benchmarks/load.py [--agents 64] [--seconds 15]
 """
@@ -50,7 +52,8 @@ mcp = MCPServer("bare")
 @mcp.tool()
 def ping() -> str:
     return "pong"
-mcp.run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]), stateless_http=True)
+json_response = sys.argv[2] == "json"
+mcp.run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]), stateless_http=True, json_response=json_response)
 """
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -273,12 +276,12 @@ async def _wait_ready(url: str) -> None:
                 await asyncio.sleep(0.05)
 
 
-def run_bare(agents: int, seconds: float) -> dict[str, Any]:
+def run_bare(agents: int, seconds: float, mode: str = "stream") -> dict[str, Any]:
     script = Path(tempfile.mkdtemp()) / "bare.py"
     script.write_text(BARE_SERVER, encoding="utf-8")
     port = _free_port()
     process = subprocess.Popen(
-        [sys.executable, str(script), str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        [sys.executable, str(script), str(port), mode], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     url = f"http://127.0.0.1:{port}/mcp"
     try:
@@ -315,18 +318,25 @@ def main() -> None:
     load_before = os.getloadavg()[0]
     print(f"amid serve, {args.agents} agents, {args.seconds:.0f} s per phase")
     amid, exactly_once = run_amid(args.agents, args.seconds, args.py_spy)
-    print(f"bare SDK server (one trivial tool), {args.agents} agents")
+    print(f"bare SDK server (one trivial tool, its default streamed answers), {args.agents} agents")
     bare = run_bare(args.agents, args.seconds)
-    for phase in bare.values():
-        phase.pop("_tally", None)
+    print(f"bare SDK server (one trivial tool, json_response=True), {args.agents} agents")
+    bare_json = run_bare(args.agents, args.seconds, "json")
+    for reference in (bare, bare_json):
+        for phase in reference.values():
+            phase.pop("_tally", None)
+        reference.pop("warm_up", None)
     amid.pop("warm_up", None)
-    bare.pop("warm_up", None)
     print(f"exactly-once audit: {json.dumps(exactly_once)}")
     ratios = {
         phase: round(amid[phase]["server_cpu_ms_per_call"] / max(bare[phase]["server_cpu_ms_per_call"], 1e-9), 2)
         for phase in ("paced", "unpaced")
     }
-    print(f"server CPU per call, amid / bare SDK: {ratios}")
+    ratios_json = {
+        phase: round(amid[phase]["server_cpu_ms_per_call"] / max(bare_json[phase]["server_cpu_ms_per_call"], 1e-9), 2)
+        for phase in ("paced", "unpaced")
+    }
+    print(f"server CPU per call, amid / bare SDK: {ratios}; amid / bare SDK with JSON answers: {ratios_json}")
     path = write_result(
         "load",
         {
@@ -337,7 +347,9 @@ def main() -> None:
             "load_average_1min_after": round(os.getloadavg()[0], 2),
             "amid": amid,
             "bare_sdk": bare,
+            "bare_sdk_json_response": bare_json,
             "cpu_per_call_ratio_amid_over_bare": ratios,
+            "cpu_per_call_ratio_amid_over_bare_json_response": ratios_json,
             "post_note_audit": exactly_once,
             "before_issue_14": {"unpaced": {"server_cpu_ms_per_call": 17.6, "p50_ms": 1450, "p99_ms": 2500}},
         },
