@@ -52,16 +52,22 @@ class LabelSummary:
         return self.total - self.counts.get(0, 0)
 
 
-def foreground_box(mask: np.ndarray) -> tuple[slice, ...] | None:
-    """The bounding box of the True voxels, or None when there are none."""
+def foreground_box(labels: np.ndarray) -> tuple[slice, ...] | None:
+    """The bounding box of the non-zero voxels, or None when there are none.
+
+    The last axis first, over the whole array; the others only within that slab (a label map's
+    foreground is usually a small part of it), and with no boolean copy of the map.
+    """
+    last = np.flatnonzero(labels.any(axis=tuple(range(labels.ndim - 1))))
+    if last.size == 0:
+        return None
+    slab = labels[..., int(last[0]) : int(last[-1]) + 1]
     box = []
-    for axis in range(mask.ndim):
-        others = tuple(a for a in range(mask.ndim) if a != axis)
-        hits = np.flatnonzero(mask.any(axis=others))
-        if hits.size == 0:
-            return None
+    for axis in range(labels.ndim - 1):
+        others = tuple(a for a in range(labels.ndim) if a != axis)
+        hits = np.flatnonzero(slab.any(axis=others))
         box.append(slice(int(hits[0]), int(hits[-1]) + 1))
-    return tuple(box)
+    return (*box, slice(int(last[0]), int(last[-1]) + 1))
 
 
 def as_label_map(array: np.ndarray) -> tuple[np.ndarray, bool]:
@@ -129,7 +135,7 @@ def class_components(labels: np.ndarray) -> dict[int, tuple[int, list[int]]]:
 def summarize_labels(label: np.ndarray, instances: bool) -> tuple[LabelSummary, tuple[slice, ...] | None]:
     """Counts and components of a label map, computed inside the foreground box only."""
     label, non_integer = as_label_map(label)
-    box = foreground_box(label != 0)
+    box = foreground_box(label)
     summary = LabelSummary(counts={0: int(label.size)}, total=int(label.size), non_integer=non_integer)
     if box is None:
         return summary, None

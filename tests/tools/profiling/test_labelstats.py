@@ -43,3 +43,18 @@ def test_summaries_bound_the_sizes_sent_back() -> None:
     summary, box = summarize_labels(labels, instances=False)
     assert summary.component_counts == {1: 10_000} and len(summary.component_sizes[1]) == MAX_COMPONENT_SIZES
     assert box == (slice(0, 199), slice(0, 199), slice(0, 1))
+
+
+@pytest.mark.parametrize("shape", [(9, 8, 7), (12, 5), (6,), (4, 3, 5, 2)])
+def test_the_foreground_box_is_the_bounding_box_of_the_non_zero_voxels(shape: tuple[int, ...]) -> None:
+    from tools.profiling.labelstats import foreground_box
+
+    rng = np.random.default_rng(sum(shape))
+    for _ in range(20):
+        labels = (rng.random(shape) < rng.choice([0.0, 0.002, 0.05])).astype(np.uint8) * 3
+        where = np.argwhere(labels)
+        expected = (
+            tuple(slice(int(lo), int(hi) + 1) for lo, hi in zip(where.min(0), where.max(0))) if where.size else None
+        )
+        assert foreground_box(labels) == expected
+        assert foreground_box(np.asfortranarray(labels)) == expected
