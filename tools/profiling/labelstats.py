@@ -109,13 +109,15 @@ def class_components(labels: np.ndarray) -> dict[int, tuple[int, list[int]]]:
     if labels.ndim in (2, 3) and labels.size:
         import cc3d
 
-        labelled, n = cc3d.connected_components(labels, connectivity=3**labels.ndim - 1, return_N=True)
+        # a contiguous copy in the view's own memory order: cc3d labels C- or F-ordered input as it
+        # lies, and would first transpose a strided view (a foreground box) into C order, 3x slower
+        contiguous = labels.copy(order="K")
+        labelled, n = cc3d.connected_components(contiguous, connectivity=3**labels.ndim - 1, return_N=True)
         if n == 0:
             return {}
-        flat = labelled.ravel(order="K")
-        sizes = np.bincount(flat, minlength=n + 1)
+        sizes = np.bincount(labelled.ravel(order="K"), minlength=n + 1)
         value_of = np.zeros(n + 1, dtype=labels.dtype)
-        value_of[flat] = labels.ravel(order="K")
+        value_of[labelled] = contiguous  # voxels pair up by index, whatever either array's memory order
         return {
             int(value): (int(np.count_nonzero(value_of[1:] == value)), _bounded(sizes[1:][value_of[1:] == value]))
             for value in np.unique(value_of[1:])

@@ -29,6 +29,19 @@ def test_components_per_class_equal_scipys(shape: tuple[int, ...], dtype: type) 
     assert class_components(labels) == _scipy_reference(labels)
 
 
+@pytest.mark.parametrize("layout", ["C", "F"])
+@pytest.mark.parametrize("ndim", [2, 3])
+def test_components_of_a_cropped_view_equal_scipys(layout: str, ndim: int) -> None:
+    """summarize_labels passes the foreground box, a view whose memory order is neither C nor F."""
+    rng = np.random.default_rng(ndim)
+    shape = (30, 26, 9)[:ndim]
+    labels = ((rng.random(shape) < 0.3) * rng.integers(1, 4, size=shape)).astype(np.uint8)
+    labels = np.asfortranarray(labels) if layout == "F" else np.ascontiguousarray(labels)
+    crop = labels[(slice(2, -3), slice(1, -2), slice(1, -1))[:ndim]]
+    assert not crop.flags.c_contiguous and not crop.flags.f_contiguous
+    assert class_components(crop) == _scipy_reference(np.ascontiguousarray(crop))
+
+
 def test_touching_classes_stay_apart_and_diagonals_connect() -> None:
     labels = np.zeros((5, 5, 5), np.uint8)
     labels[1, 1, 1] = labels[2, 2, 2] = 1  # corner neighbours: one component at full connectivity
@@ -54,7 +67,9 @@ def test_the_foreground_box_is_the_bounding_box_of_the_non_zero_voxels(shape: tu
         labels = (rng.random(shape) < rng.choice([0.0, 0.002, 0.05])).astype(np.uint8) * 3
         where = np.argwhere(labels)
         expected = (
-            tuple(slice(int(lo), int(hi) + 1) for lo, hi in zip(where.min(0), where.max(0))) if where.size else None
+            tuple(slice(int(lo), int(hi) + 1) for lo, hi in zip(where.min(0), where.max(0), strict=True))
+            if where.size
+            else None
         )
         assert foreground_box(labels) == expected
         assert foreground_box(np.asfortranarray(labels)) == expected
