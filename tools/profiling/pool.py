@@ -109,7 +109,8 @@ class _Runner:
         """Run batches; return those lost to a broken pool."""
         broken: list[list[CaseJob]] = []
         context = multiprocessing.get_context("spawn")  # fork is unsafe in a threaded server
-        with ProcessPoolExecutor(n_workers, mp_context=context, initializer=_quiet_worker) as pool:
+        pool = ProcessPoolExecutor(n_workers, mp_context=context, initializer=_quiet_worker)
+        try:
             # one probe per worker: a spawning pool starts a process per pending task, so all start at
             # once (one probe would start the others only after the first was up, a start-up later)
             probes = [pool.submit(_ready) for _ in range(n_workers)]
@@ -125,6 +126,10 @@ class _Runner:
                     self.collect(future.result())
                 except BrokenProcessPool:
                     broken.append(futures[future])
+        finally:
+            # every result is in (or the pool is lost): the workers exit on their own, beside the
+            # caller's next steps, instead of the caller waiting for each interpreter to tear down
+            pool.shutdown(wait=False, cancel_futures=True)
         return broken
 
 

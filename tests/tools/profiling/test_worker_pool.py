@@ -48,3 +48,15 @@ def test_a_worker_profiles_a_nifti_case_without_nibabel_scipy_or_pydantic(ct_cas
         [sys.executable, "-c", WORKER_SCRIPT], input=pickle.dumps(job), capture_output=True, check=True, timeout=60
     )
     assert done.stdout.decode().split() == ["0", "True", "True", "[]"], done.stderr.decode()
+
+
+def test_workers_exit_after_the_profile_returns(ct_cases: list[ProfileCase]) -> None:
+    """The caller does not wait for the workers' teardown, but none is left behind."""
+    import time
+
+    profile = profile_dataset(ct_request(ct_cases, n_workers=2))
+    assert profile.n_workers == 2 and len(profile.cases) == len(ct_cases)
+    deadline = time.monotonic() + 60
+    while multiprocessing.active_children() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert multiprocessing.active_children() == []
