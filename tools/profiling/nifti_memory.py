@@ -73,8 +73,14 @@ class OpenedNifti:
                 raise Truncated(f"truncated: {len(self.raw)} bytes, the header needs {start + n_bytes}")
             return np.frombuffer(self.raw, dtype=dtype, count=count, offset=start).astype(native)  # a copy
         array = np.empty(count, dtype=native)
+        target = array.view(np.uint8).data
+        stream, got = self._stream_at(start), 0
         try:
-            got = self._stream_at(start).readinto(array.view(np.uint8).data)
+            while got < n_bytes:  # a reader may return fewer bytes than asked before the end
+                step = stream.readinto(target[got:])
+                if not step:
+                    break
+                got += step
         except EOFError:
             got = -1
         if got != n_bytes:
