@@ -205,6 +205,10 @@ class Database:
                 self._answers.popitem(last=False)
         return answer
 
+    def consistent(self) -> threading.RLock:
+        """Hold it over several reads that must see one state: every write waits for it."""
+        return self._lock
+
     def tables_read(self, sql: str) -> frozenset[str]:
         """The tables a SELECT reads, views followed down to their tables, by DuckDB's own parser
         (json_serialize_sql). Names of common table expressions come along; they never change."""

@@ -123,9 +123,10 @@ class Lanes:
         if self._expiry_due(now, lease_s):
             with self.db.transaction() as cur:
                 self._expire(cur, now, lease_s)
-        lanes = self.db.cached_fetchall(_LANES_IN_ORDER)
-        holders = self.db.cached_fetchall(_HOLDERS)
-        scores = self.db.cached_fetchall(_SCORES_BY_LANE)
+        with self.db.consistent():  # no write between the three reads
+            lanes = self.db.cached_fetchall(_LANES_IN_ORDER)
+            holders = self.db.cached_fetchall(_HOLDERS)
+            scores = self.db.cached_fetchall(_SCORES_BY_LANE)
         by_lane = {s["lane_id"]: s for s in scores}
         for lane in lanes:
             lane["claimants"] = [h["agent_id"] for h in holders if h["lane_id"] == lane["lane_id"]]
