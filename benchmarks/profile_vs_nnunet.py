@@ -322,7 +322,12 @@ def main() -> None:
     amid = best["AMID profile_dataset"]
     monai = best.get("MONAI DataAnalyzer (cpu)")
     payload = {
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "load_average_1min": load_before},
+        "machine": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "load_average_1min": load_before,
+            "load_average_1min_after": os.getloadavg()[0],  # other work on the machine during the runs
+        },
         "command": " ".join(["python", "benchmarks/profile_vs_nnunet.py", *sys.argv[1:]]),
         "dataset": dataset,
         "workers": args.workers,
