@@ -118,9 +118,10 @@ def class_components(labels: np.ndarray) -> dict[int, tuple[int, list[int]]]:
         sizes = np.bincount(labelled.ravel(order="K"), minlength=n + 1)
         value_of = np.zeros(n + 1, dtype=labels.dtype)
         value_of[labelled] = contiguous  # voxels pair up by index, whatever either array's memory order
+        # the values as a Python set: np.unique would import numpy.ma, a worker's first case slower
         return {
-            int(value): (int(np.count_nonzero(value_of[1:] == value)), _bounded(sizes[1:][value_of[1:] == value]))
-            for value in np.unique(value_of[1:])
+            value: (int(np.count_nonzero(value_of[1:] == value)), _bounded(sizes[1:][value_of[1:] == value]))
+            for value in sorted(set(value_of[1:].tolist()))
         }
     from scipy import ndimage
 

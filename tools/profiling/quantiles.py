@@ -42,7 +42,7 @@ def percentiles(parts: Sequence[np.ndarray], q: Sequence[float]) -> list[float]:
     below = np.floor(virtual).astype(np.intp)
     above = below + 1
     below, above = np.clip(below, 0, n - 1), np.clip(above, 0, n - 1)
-    ranks = np.unique(np.concatenate([below, above]))
+    ranks = np.asarray(sorted(set(below.tolist()) | set(above.tolist())), dtype=np.intp)
     found = dict(zip(ranks.tolist(), _order_statistics(parts, counts, ranks), strict=True))
     low = np.asarray([found[r] for r in below.tolist()], dtype=np.float32)
     high = np.asarray([found[r] for r in above.tolist()], dtype=np.float32)

@@ -30,7 +30,7 @@ WORKER_SCRIPT = """
 import pickle, sys
 from tools.profiling.casework import analyze_case
 result = analyze_case(pickle.loads(sys.stdin.buffer.read()))
-heavy = sorted(m for m in ("nibabel", "scipy", "pydantic", "SimpleITK", "torch") if m in sys.modules)
+heavy = sorted(m for m in ("nibabel", "scipy", "pydantic", "SimpleITK", "torch", "numpy.ma") if m in sys.modules)
 print(len(result.issues), result.label is not None, result.header is not None, heavy)
 """
 
