@@ -3,6 +3,11 @@
 Readers are C libraries; a malformed file can kill a worker outright (a segfault is no exception).
 The pool then breaks, so unfinished cases are retried one per task, and a case that still kills its
 worker is profiled alone and reported as a crash, never taking the whole profile down.
+
+Results come back through files, with only their path on the pool's result pipe: a result is
+hundreds of KB (voxel samples), and a worker killed while writing one into the pipe left a partial
+message there, on which the executor's reader blocked forever (CPython's ProcessPoolExecutor, seen
+in 3.11) instead of noticing the dead worker. A path is written in one atomic write.
 """
 
 from __future__ import annotations
@@ -10,6 +15,9 @@ from __future__ import annotations
 import ctypes
 import multiprocessing
 import os
+import pickle
+import shutil
+import tempfile
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -83,8 +91,20 @@ def _ready() -> bool:
     return True
 
 
-def _analyze_batch(batch: list[CaseJob]) -> list[CaseResult]:
-    return [analyze_case(job) for job in batch]
+def _analyze_batch(batch: list[CaseJob], folder: str) -> str:
+    """Analyze a batch in a worker; the results go to a file in `folder`, its path back to the caller."""
+    results = [analyze_case(job) for job in batch]
+    handle, path = tempfile.mkstemp(suffix=".pickle", dir=folder)
+    with os.fdopen(handle, "wb") as out:
+        pickle.dump(results, out, protocol=pickle.HIGHEST_PROTOCOL)
+    return path
+
+
+def _load_results(path: str) -> list[CaseResult]:
+    with open(path, "rb") as handle:
+        results: list[CaseResult] = pickle.load(handle)  # written by our own worker, in this run's folder
+    os.unlink(path)
+    return results
 
 
 def _crashed(job: CaseJob) -> CaseResult:
@@ -110,6 +130,7 @@ class _Runner:
         broken: list[list[CaseJob]] = []
         context = multiprocessing.get_context("spawn")  # fork is unsafe in a threaded server
         pool = ProcessPoolExecutor(n_workers, mp_context=context, initializer=_quiet_worker)
+        folder = tempfile.mkdtemp(prefix="amid-profile-results-")
         try:
             # one probe per worker: a spawning pool starts a process per pending task, so all start at
             # once (one probe would start the others only after the first was up, a start-up later)
@@ -118,18 +139,19 @@ class _Runner:
                 next(as_completed(probes)).result()
             except BrokenProcessPool as error:
                 raise PoolUnavailable(str(error)) from error
-            futures: dict[Future[list[CaseResult]], list[CaseJob]] = {
-                pool.submit(_analyze_batch, batch): batch for batch in batches
+            futures: dict[Future[str], list[CaseJob]] = {
+                pool.submit(_analyze_batch, batch, folder): batch for batch in batches
             }
             for future in as_completed(futures):
                 try:
-                    self.collect(future.result())
+                    self.collect(_load_results(future.result()))
                 except BrokenProcessPool:
                     broken.append(futures[future])
         finally:
             # every result is in (or the pool is lost): the workers exit on their own, beside the
             # caller's next steps, instead of the caller waiting for each interpreter to tear down
             pool.shutdown(wait=False, cancel_futures=True)
+            shutil.rmtree(folder, ignore_errors=True)
         return broken
 
 
