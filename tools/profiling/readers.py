@@ -156,19 +156,7 @@ def _nifti_header(path: str) -> ImageHeader:
     parsed = nifti_memory.load_header(path) if nifti_memory.active() else nifti_header.read(path)
     if parsed is None:
         return _nibabel_header(path)
-    shape = parsed.shape
-    spatial = shape[:3]
-    return ImageHeader(
-        path=path,
-        file_type="nifti",
-        shape=spatial,
-        n_channels=int(np.prod(shape[3:])) if len(shape) > 3 else 1,
-        dtype=_plain_dtype(parsed.dtype),
-        spacing=parsed.zooms[: len(spatial)],
-        affine=parsed.affine.tolist(),
-        orientation=orientation_code(parsed.affine),
-        size_bytes=os.path.getsize(path),
-    )
+    return _nifti_image_header(path, parsed.shape, parsed.dtype, parsed.zooms, parsed.affine)
 
 
 def _nibabel_header(path: str) -> ImageHeader:
@@ -176,17 +164,24 @@ def _nibabel_header(path: str) -> ImageHeader:
 
     image: Any = nib.load(path)  # parses the header only; voxels stay on disk
     shape = tuple(int(s) for s in image.shape)
-    zooms = image.header.get_zooms()
+    zooms = tuple(float(z) for z in image.header.get_zooms())
+    affine = np.asarray(image.affine, dtype=np.float64)
+    return _nifti_image_header(path, shape, image.header.get_data_dtype(), zooms, affine)
+
+
+def _nifti_image_header(
+    path: str, shape: tuple[int, ...], dtype: Any, zooms: tuple[float, ...], affine: np.ndarray
+) -> ImageHeader:
     spatial = shape[:3]
     return ImageHeader(
         path=path,
         file_type="nifti",
         shape=spatial,
         n_channels=int(np.prod(shape[3:])) if len(shape) > 3 else 1,
-        dtype=_plain_dtype(image.header.get_data_dtype()),
-        spacing=tuple(float(z) for z in zooms[: len(spatial)]),
-        affine=np.asarray(image.affine, dtype=np.float64).tolist(),
-        orientation=orientation_code(image.affine),
+        dtype=_plain_dtype(dtype),
+        spacing=tuple(zooms[: len(spatial)]),
+        affine=affine.tolist(),
+        orientation=orientation_code(affine),
         size_bytes=os.path.getsize(path),
     )
 
