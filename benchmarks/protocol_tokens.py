@@ -126,11 +126,19 @@ def _compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--before", default=BEFORE_REV, help="revision whose tools/list is the 'before'")
-    args = parser.parse_args()
-    load_before = os.getloadavg()[0]
+def _per_tool(calls: list[dict[str, Any]], arguments: list[int], compact: list[int], indented: list[int]) -> dict:
+    """Tokens per tool of the cycle: arguments plus the result, as compact (after) and indented (before) text."""
+    per_tool: dict[str, dict[str, int]] = defaultdict(lambda: {"calls": 0, "after": 0, "before": 0})
+    for call, a, c, i in zip(calls, arguments, compact, indented, strict=True):
+        row = per_tool[call["tool"]]
+        row["calls"] += 1
+        row["after"] += a + c
+        row["before"] += a + i
+    return dict(per_tool)
+
+
+def _measure(before_rev: str) -> tuple[list[dict[str, Any]], list[int], list[Any], list[Any]]:
+    """One attempt cycle on a fresh demo server, and the token counts of every text beside it."""
     ws = demo_workspace()
     token = admin_call(ws, "token_create", {"name": "worker-1", "role": "agent"})["token"]
     ensure_worktree(ws, "worker-1")  # as `amid connect` makes one
@@ -139,21 +147,24 @@ def main() -> None:
         calls = asyncio.run(_cycle(url, token))
     finally:
         stop_server(process)
-    after_list, before_list = listing(ROOT), listing(before_tree(args.before))
+    after_list, before_list = listing(ROOT), listing(before_tree(before_rev))
     texts = [_compact(c["arguments"]) for c in calls]
     texts += [c["text"] for c in calls]
     texts += [pydantic_core.to_json(c["structured"], indent=2).decode() for c in calls]
     texts += [_compact({"tools": after_list}), _compact({"tools": before_list})]
-    counts = count_tokens(texts)
+    return calls, count_tokens(texts), after_list, before_list
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--before", default=BEFORE_REV, help="revision whose tools/list is the 'before'")
+    args = parser.parse_args()
+    load_before = os.getloadavg()[0]
+    calls, counts, after_list, before_list = _measure(args.before)
     n = len(calls)
     arguments, compact, indented = counts[:n], counts[n : 2 * n], counts[2 * n : 3 * n]
     list_after, list_before = counts[3 * n], counts[3 * n + 1]
-    per_tool: dict[str, dict[str, int]] = defaultdict(lambda: {"calls": 0, "after": 0, "before": 0})
-    for call, a, c, i in zip(calls, arguments, compact, indented, strict=True):
-        row = per_tool[call["tool"]]
-        row["calls"] += 1
-        row["after"] += a + c
-        row["before"] += a + i
+    per_tool = _per_tool(calls, arguments, compact, indented)
     cycle_after, cycle_before = sum(arguments) + sum(compact), sum(arguments) + sum(indented)
     exact = all(json.loads(c["text"]) == c["structured"] for c in calls)
     print(f"attempt cycle, {n} calls: {cycle_before} → {cycle_after} o200k tokens (results as compact JSON)")
@@ -183,7 +194,7 @@ def main() -> None:
             },
             "cycle_plus_definitions": {"before": cycle_before + list_before, "after": cycle_after + list_after},
             "text_is_the_structured_content": exact,
-            "per_tool": dict(per_tool),
+            "per_tool": per_tool,
         },
     )
     print(f"written {path}")
