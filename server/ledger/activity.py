@@ -50,7 +50,6 @@ class Activity:
         self.db.execute(
             "INSERT OR REPLACE INTO run_state VALUES (?, ?, ?)", [key, json.dumps(value, default=str), utcnow()]
         )
-        self.db.touch("run_state")  # after the write: a reader that saw the old generation re-reads
 
     def get_state(self, key: str, default: Any = None) -> Any:
         generation = self.db.generation("run_state")
@@ -67,7 +66,6 @@ class Activity:
                 "VALUES (?, ?, ?, ?, ?, ?) RETURNING heartbeat_id",
                 [agent_id, kind, prompt, sent_by, json.dumps(trigger or {}), utcnow()],
             ).fetchone()
-        self.db.touch("heartbeats")
         assert row is not None
         return int(row[0])
 

@@ -9,17 +9,15 @@ that connection: it reads a snapshot on its own DuckDB instance (server/ledger/r
 Reads that many agents repeat (the lane table, the leaderboard, a review) are answered from memory
 between writes (`cached`): every statement that writes names its table, and a committed write moves
 that table's generation on; an answer is kept with the generations of the tables it read and is
-used only while they are unchanged (and, for answers that age, until a time it names).
+used only while they are unchanged.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
 import shutil
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -105,7 +103,7 @@ class Database:
             self._con.execute("SET threads = 1")
         self._lock = threading.RLock()
         self._generations: dict[str, int] = {}
-        self._answers: OrderedDict[Any, tuple[tuple[int, ...], float, Any]] = OrderedDict()
+        self._answers: OrderedDict[Any, tuple[tuple[int, ...], Any]] = OrderedDict()
         self._in_transaction: list[tuple[Any, ...]] | None = None  # events flushed in the open one
         self.idempotency_known: set[tuple[str, str, str]] = set()  # server/ledger/idempotency.py
         self._tables_read: dict[str, frozenset[str]] = {}
@@ -186,20 +184,19 @@ class Database:
     def generation(self, table: str) -> int:
         return self._generations.get(table, 0) + self._generations.get(EVERY_TABLE, 0)
 
-    def cached(self, key: Any, tables: Iterable[str], compute: Callable[[], tuple[T, float]]) -> T:
-        """`compute()`'s answer, kept while none of `tables` changes and until the time.monotonic()
-        it returns beside the answer (math.inf: no expiry). The generations are read before
-        computing: a write that lands meanwhile makes the kept answer stale at once."""
+    def cached(self, key: Any, tables: Iterable[str], compute: Callable[[], T]) -> T:
+        """`compute()`'s answer, kept while none of `tables` changes. The generations are read
+        before computing: a write that lands meanwhile makes the kept answer stale at once."""
         names = tuple(tables)
         with self._lock:
             generations = tuple(self.generation(t) for t in names)
             found = self._answers.get(key)
-            if found is not None and found[0] == generations and time.monotonic() < found[1]:
+            if found is not None and found[0] == generations:
                 self._answers.move_to_end(key)
-                return found[2]
-        answer, valid_until = compute()
+                return found[1]
+        answer = compute()
         with self._lock:
-            self._answers[key] = (generations, valid_until, answer)
+            self._answers[key] = (generations, answer)
             self._answers.move_to_end(key)
             while len(self._answers) > CACHED_ANSWERS:
                 self._answers.popitem(last=False)
@@ -233,7 +230,7 @@ class Database:
         if "now()" in sql.lower() or "current_" in sql.lower():
             raise ValueError("a cached read cannot depend on the clock: pass the time as a parameter")
         key = ("fetchall", sql, tuple(params))
-        rows = self.cached(key, self.tables_read(sql), lambda: (self.fetchall(sql, params), math.inf))
+        rows = self.cached(key, self.tables_read(sql), lambda: self.fetchall(sql, params))
         return [dict(row) for row in rows]
 
     def _run(self, sql: str, params: Sequence[Any]) -> duckdb.DuckDBPyConnection:

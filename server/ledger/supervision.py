@@ -47,7 +47,6 @@ class Supervision:
                 )
             now = utcnow()
             cur.execute("INSERT OR REPLACE INTO run_state VALUES ('stage', ?, ?)", [json.dumps(to_stage), now])
-            self.db.touch("run_state")
             cur.execute(
                 "INSERT INTO stage_transitions (from_stage, to_stage, reason, decided_by, decided_at) "
                 "VALUES (?, ?, ?, ?, ?)",
@@ -96,8 +95,7 @@ class Supervision:
                 "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING heartbeat_id",
                 [agent_id, kind, prompt, sent_by, json.dumps({"cause": cause_key}), utcnow(), cause_key],
             ).fetchone()
-            self.db.touch("heartbeats")
-        assert row is not None
+            assert row is not None
         return int(row[0]), True
 
     def heartbeat_causes(self) -> list[dict[str, Any]]:
