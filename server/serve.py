@@ -86,6 +86,7 @@ def serve_http(settings: Settings, announce: Callable[[str], None] | None = None
             uvicorn.Server(config).run(sockets=[sock])
         starting.join(timeout=60)  # shutdown below then closes a pool that has finished starting
     finally:
+        services.ledger.db.flush()  # the calls' events first: stopping the pools can take seconds
         runtime.shutdown(services)
         clear_server_marker(services.workspace)
         services.ledger.close()
@@ -104,5 +105,8 @@ def serve_stdio(settings: Settings, agent_id: str) -> None:
         print(f"amid: serving {agent_id} over stdio", file=sys.stderr)
         app.mcp.run("stdio")
     finally:
+        # The client closed stdin and kills this process two seconds later (the SDK's stdio client):
+        # the calls' events go to the ledger before the pools are stopped.
+        services.ledger.db.flush()
         runtime.shutdown(services)
         services.ledger.close()

@@ -161,6 +161,12 @@ class Database:
             if len(self._deferred_events) >= EVENT_BATCH:
                 self._flush_events()
 
+    def flush(self) -> None:
+        """Write the deferred events now (a stopping server does, before anything that may outlast
+        its client's patience)."""
+        with self._lock:
+            self._flush_events()
+
     def _flush_events(self) -> None:
         rows, self._deferred_events = self._deferred_events, []
         if rows:
