@@ -94,4 +94,4 @@ async def test_an_agent_may_have_at_most_max_pending_reviews_in_flight(tuned: Ma
         refused = await error(ana, "request_review", {"attempt_id": third})
         again = await ok(ana, "request_review", {"attempt_id": in_flight[0]})  # its own review: not counted
     assert refused.startswith("CONFLICT: attempt_id: you have 2 reviews in flight") and "at most 2" in refused
-    assert again["status"] == "queued"
+    assert again["status"] in ("queued", "running")  # the pool may already have started it
