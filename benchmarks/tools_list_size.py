@@ -20,10 +20,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from mcp import Client
 
 from benchmarks._common import demo_workspace, write_result
-from server.app import build_app, tool_specs
+from server.app import build_app
 from server.context import Services
 from server.ledger import Identity, Ledger
 from server.settings import Settings
+from server.tool_manifest import tool_specs
 
 BUDGET_TOKENS = 4000
 

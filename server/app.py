@@ -21,50 +21,13 @@ from server import __version__
 from server.context import Services
 from server.errors import AmidError
 from server.ledger import Identity, Ledger
-from server.package.finalize import build_package
 from server.protocol import INSTRUCTIONS
 from server.report.dashboard import add_dashboard_route
 from server.response_mode import route_by_progress
 from server.settings import Settings
-from server.toolkit import RoleListedServer, ToolSpec, register
+from server.tool_manifest import load as load_manifest
+from server.toolkit import RoleListedServer, register
 from server.workspace import Workspace
-from tools import (
-    attempts,
-    decisions,
-    fm_registry,
-    get_task,
-    jobs,
-    lanes,
-    notes,
-    profile_data,
-    reviews,
-    roles,
-    run_evidence,
-    skills,
-    supervision,
-    workers,
-)
-
-
-def tool_specs() -> list[ToolSpec]:
-    """Every tool of the server, in the order clients list them. Keep it fixed."""
-    return [
-        get_task.TOOL,
-        profile_data.TOOL,
-        *lanes.TOOLS,
-        fm_registry.TOOL,
-        *jobs.TOOLS,
-        *attempts.TOOLS,
-        *reviews.TOOLS,
-        *notes.TOOLS,
-        *skills.TOOLS,
-        supervision.SNAPSHOT,
-        supervision.HEARTBEAT,
-        workers.TOOL,
-        run_evidence.TOOL,
-        *decisions.TOOLS,
-        roles.TOOL,
-    ]
 
 
 class LedgerTokenVerifier:
@@ -105,13 +68,25 @@ def build_app(services: Services, *, local_identity: Identity | None = None, wit
         local_identity=local_identity,
         log_level="WARNING",  # the SDK logs each stateless request at INFO (a rich render per call)
     )
-    services.extras.setdefault("profile_provider", profile_data.provide_profile)  # the lane planner's input
-    services.extras.setdefault("build_package", build_package)  # choose_final builds package/ (server/package)
-    for spec in tool_specs():
-        register(mcp, spec, services, local_identity)
+    services.extras.setdefault("profile_provider", _provide_profile)  # the lane planner's input
+    services.extras.setdefault("build_package", _build_package)  # choose_final builds package/ (server/package)
+    for entry in load_manifest():  # listed from the manifest; a tool's module loads at its first call
+        register(mcp, entry, services, local_identity)
     _add_routes(mcp, services)
     add_dashboard_route(mcp, services)  # GET /dashboard: the report, live, for a human token
     return App(mcp=mcp, services=services)
+
+
+def _provide_profile(*args: Any, **kwargs: Any) -> Any:
+    from tools.profile_data import provide_profile
+
+    return provide_profile(*args, **kwargs)
+
+
+def _build_package(*args: Any, **kwargs: Any) -> Any:
+    from server.package.finalize import build_package
+
+    return build_package(*args, **kwargs)
 
 
 def _admin_ok(request: Request, services: Services) -> bool:
@@ -160,7 +135,7 @@ def http_app(app: App) -> Starlette:
         host=settings.host,
     )
     # One JSON body per answer; a stream only for a call that asks for progress (server/response_mode.py).
-    return route_by_progress(starlette, settings.path, [spec.name for spec in tool_specs() if spec.wants_progress])
+    return route_by_progress(starlette, settings.path, [e.name for e in load_manifest() if e.wants_progress])
 
 
 def open_services(settings: Settings) -> Services:

@@ -10,6 +10,7 @@ from typing import Any
 
 from server.context import Services
 from server.errors import InvalidInput
+from server.settings import Settings
 
 _lock = threading.Lock()
 
@@ -23,8 +24,18 @@ def scheduler(services: Services) -> Any:
         return found
 
 
+def check_backend(settings: Settings) -> None:
+    """Refuse job-backend settings that cannot work, at start (the scheduler itself is built beside
+    the first calls, where an error would only surface at the first job)."""
+    if settings.job_backend not in ("local", "ray", "slurm"):
+        raise InvalidInput(f"setting job_backend: got {settings.job_backend!r}; expected local, ray or slurm")
+    if settings.job_backend == "ray" and not settings.ray_address:
+        raise InvalidInput("setting ray_address: needed for job_backend=ray (AMID_RAY_ADDRESS)")
+
+
 def _backend(services: Services) -> tuple[Any, Any]:
     settings = services.settings
+    check_backend(settings)
     if settings.job_backend == "local":
         from server.jobs.gpu import NvmlInventory
         from server.jobs.local import LocalBackend
@@ -33,14 +44,10 @@ def _backend(services: Services) -> tuple[Any, Any]:
     if settings.job_backend == "ray":
         from server.jobs.ray_backend import RayBackend
 
-        if not settings.ray_address:
-            raise InvalidInput("setting ray_address: needed for job_backend=ray (AMID_RAY_ADDRESS)")
-        return RayBackend(settings.ray_address, auth_token=os.environ.get("RAY_AUTH_TOKEN")), None
-    if settings.job_backend == "slurm":
-        from server.jobs.slurm import SlurmBackend
+        return RayBackend(str(settings.ray_address), auth_token=os.environ.get("RAY_AUTH_TOKEN")), None
+    from server.jobs.slurm import SlurmBackend
 
-        return SlurmBackend(), None
-    raise InvalidInput(f"setting job_backend: got {settings.job_backend!r}; expected local, ray or slurm")
+    return SlurmBackend(), None
 
 
 def _build_scheduler(services: Services) -> Any:

@@ -55,6 +55,15 @@ def _request_stop(signum: int, frame: object) -> None:
     _STOP.set()
 
 
+def _start_subsystems(services: Services) -> None:
+    """Beside the first calls rather than before them: re-attach to jobs that ran on while no server
+    was up, and re-queue reviews a killed server left running (the pool's imports, scoring and
+    scipy, take most of a second). A call that needs either meanwhile waits for it: each is built
+    once, under a lock (`runtime.scheduler`, `server.reviewer.reviewer`)."""
+    runtime.scheduler(services)
+    start_reviewer(services)
+
+
 def serve_http(settings: Settings, announce: Callable[[str], None] | None = None) -> None:
     import uvicorn
 
@@ -64,6 +73,7 @@ def serve_http(settings: Settings, announce: Callable[[str], None] | None = None
     # start-up skips serving.
     signal.signal(signal.SIGTERM, _request_stop)
     signal.signal(signal.SIGINT, _request_stop)  # not KeyboardInterrupt: click would exit 1 ("Aborted!")
+    runtime.check_backend(settings)
     services = _open(settings)
     try:
         sock = _bind(settings)
@@ -73,11 +83,7 @@ def serve_http(settings: Settings, announce: Callable[[str], None] | None = None
         write_server_marker(services.workspace, url, secrets.token_urlsafe(32))
         services.ledger.activity.log("server_started", agent_id=None, payload={"url": url})
         app = build_app(services)
-        runtime.scheduler(services)  # re-attach to jobs that ran on while no server was up
-        # Re-queue reviews a killed server left running, beside the first calls rather than before
-        # them: the pool's imports (scoring, scipy) take most of a second. A call that needs the
-        # pool meanwhile waits for it (`server.reviewer.reviewer` builds it once, under a lock).
-        starting = threading.Thread(target=start_reviewer, args=(services,), name="amid-reviewer-start", daemon=True)
+        starting = threading.Thread(target=_start_subsystems, args=(services,), name="amid-start", daemon=True)
         starting.start()
         config = uvicorn.Config(http_app(app), log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
         if announce:

@@ -25,7 +25,8 @@ from mcp.server import MCPServer
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
+from mcp.server.mcpserver.tools.base import Tool as SdkTool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata, func_metadata
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from mcp.types import Tool as ListedTool
 from pydantic import BaseModel, ConfigDict, Field
@@ -34,6 +35,7 @@ from server.context import Services, ToolContext
 from server.errors import MESSAGE_CHARS, AmidError, Conflict, Forbidden, cut, shown
 from server.ledger import Identity, Role
 from server.ledger.idempotency import Receipt
+from server.tool_manifest import ToolEntry
 from server.validation import validate_arguments
 
 ALL_ROLES: frozenset[Role] = frozenset({"agent", "supervisor", "human"})
@@ -204,22 +206,23 @@ def _once(spec: ToolSpec, ctx: ToolContext, request: BaseModel, progress: Progre
         return result
 
 
-def _make_handler(spec: ToolSpec, services: Services, local_identity: Identity | None) -> Callable[..., Any]:
+def _make_handler(entry: ToolEntry, services: Services, local_identity: Identity | None) -> Callable[..., Any]:
     async def handler(mcp_context: Context, raw_arguments: dict[str, Any]) -> CallToolResult:
         try:
             caller = resolve_identity(services, local_identity)
             ctx = ToolContext(services=services, caller=caller)
-            progress = _progress_bridge(mcp_context) if spec.wants_progress else None
-            return encode_result(await anyio.to_thread.run_sync(_run_call, spec, ctx, raw_arguments, progress))
+            progress = _progress_bridge(mcp_context) if entry.wants_progress else None
+            return encode_result(await anyio.to_thread.run_sync(_run_entry, entry, ctx, raw_arguments, progress))
         except AmidError as exc:
             raise ToolError(cut(f"{exc.code}: {exc.message}", MESSAGE_CHARS)) from None
 
-    handler.__name__ = spec.name
-    signature = _signature(spec)
-    handler.__signature__ = signature  # type: ignore[attr-defined]
-    handler.__annotations__ = {p.name: p.annotation for p in signature.parameters.values()}
-    handler.__annotations__["return"] = spec.output_model
+    handler.__name__ = entry.name
     return handler
+
+
+def _run_entry(entry: ToolEntry, ctx: ToolContext, arguments: dict[str, Any], progress: Progress | None) -> ToolResult:
+    """In a worker thread: the tool's module is imported here at its first call, not at start."""
+    return _run_call(entry.spec(), ctx, arguments, progress)
 
 
 def encode_result(result: ToolResult) -> CallToolResult:
@@ -240,44 +243,63 @@ def _progress_bridge(mcp_context: Context) -> Progress:
     return report
 
 
-def register(mcp: MCPServer, spec: ToolSpec, services: Services, local_identity: Identity | None) -> None:
+def published_annotations(spec: ToolSpec) -> ToolAnnotations:
+    """Hints at their protocol default are left out (idempotent: false), and so are the two that
+    mean nothing for a read-only tool (destructive, idempotent)."""
     if spec.keyed and not (
         "idempotency_key" in spec.input_model.model_fields and "created" in spec.output_model.model_fields
     ):
         raise TypeError(f"{spec.name}: a keyed tool needs an idempotency_key argument and a created result")
-    # Hints at their protocol default are left out (idempotent: false), and so are the two that
-    # mean nothing for a read-only tool (destructive, idempotent).
-    annotations = ToolAnnotations(
+    return ToolAnnotations(
         read_only_hint=spec.read_only,
         idempotent_hint=None if spec.read_only or not spec.idempotent else True,
         destructive_hint=None if spec.read_only else spec.destructive,
         open_world_hint=False,
     )
-    mcp.add_tool(
-        _make_handler(spec, services, local_identity),
-        name=spec.name,
-        title=spec.title,
-        description=spec.description,
-        annotations=annotations,
-        # The handler builds its CallToolResult itself, structured content included; no output
-        # schema is published (below), so the SDK need not derive one from the return type.
-        structured_output=False,
+
+
+def published_schema(spec: ToolSpec) -> dict[str, Any]:
+    """The inputSchema clients are shown: the SDK's derivation from the arguments (a signature of
+    the input model's fields), made smaller. Computed by `server.tool_manifest`, not at start."""
+
+    async def signature_only(**kwargs: Any) -> None:
+        raise NotImplementedError
+
+    signature = _signature(spec)
+    signature_only.__signature__ = signature  # type: ignore[attr-defined]
+    signature_only.__annotations__ = {p.name: p.annotation for p in signature.parameters.values()}
+    arguments = func_metadata(signature_only, skip_names=["mcp_context"], structured_output=False).arg_model
+    schema = arguments.model_json_schema(by_alias=True)
+    _close_objects(schema)
+    # Titles that pydantic derives from field names repeat the names: every byte of tools/list
+    # sits in each client's context.
+    _compact(schema, ("title",))
+    _drop_null_defaults(schema)
+    return schema
+
+
+def register(mcp: MCPServer, entry: ToolEntry, services: Services, local_identity: Identity | None) -> None:
+    """Adds one listed tool to the SDK's tool manager as its manifest entry describes it. The SDK
+    would derive the schema again from a signature (what `published_schema` did once), so the
+    tool is built here instead; that is the one reach into the SDK's tool manager.
+
+    The handler builds its CallToolResult itself, structured content included. No output schema
+    is published: it was 40 % of tools/list, in every client's context, and told no more than the
+    result's own compact JSON; results stay pydantic-validated (built as the output model)."""
+    tool = SdkTool(
+        fn=_make_handler(entry, services, local_identity),
+        name=entry.name,
+        title=entry.title,
+        description=entry.description,
+        parameters=entry.input_schema,
+        fn_metadata=FuncMetadata(arg_model=_RawArguments),
+        is_async=True,
+        context_kwarg="mcp_context",
+        annotations=ToolAnnotations.model_validate(entry.annotations),
     )
-    # Titles that pydantic derives from field names repeat the names: drop them from the published
-    # schemas (every byte of tools/list sits in each client's context). The SDK exposes no public
-    # hook for this, hence the one reach into its tool manager.
-    tool = mcp._tool_manager.get_tool(spec.name)
-    if tool is not None:
-        tool.fn_metadata.arg_model = _RawArguments
-        _close_objects(tool.parameters)
-        _compact(tool.parameters, ("title",))
-        _drop_null_defaults(tool.parameters)
-        # No output schema is published: it was 40 % of tools/list, in every client's context,
-        # and told no more than the result's own compact JSON. Results stay pydantic-validated
-        # (built as the output model) and carry their structured content.
-        tool.fn_metadata.output_schema = None
+    mcp._tool_manager._tools[entry.name] = tool
     if isinstance(mcp, RoleListedServer):
-        mcp.tool_roles[spec.name] = spec.roles
+        mcp.tool_roles[entry.name] = entry.roles
 
 
 def _close_objects(schema: dict[str, Any]) -> None:

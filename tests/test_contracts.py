@@ -9,10 +9,11 @@ from pathlib import Path
 
 from mcp import Client
 
-from server.app import build_app, tool_specs
+from server.app import build_app
 from server.context import Services
 from server.ledger import Identity
 from server.settings import documented_settings
+from server.tool_manifest import tool_specs
 from tests.clients import local_client
 
 ROOT = Path(__file__).resolve().parent.parent

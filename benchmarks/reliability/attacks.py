@@ -277,7 +277,7 @@ def _fill(scene: Scene, arguments: dict[str, Any], tool: str) -> dict[str, Any]:
 
 def role_attacks(scene: Scene) -> list[tuple[str, str, str, dict[str, Any]]]:
     """Every tool whose roles leave out `agent` or `human`, called with that role's token."""
-    from server.app import tool_specs
+    from server.tool_manifest import tool_specs
 
     found = []
     for spec in tool_specs():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tomllib
@@ -99,3 +100,14 @@ def test_help_is_fast_because_heavy_modules_are_not_imported() -> None:
     probe = f"import sys, server.cli; print(sorted(m for m in {heavy} if m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "[]"
+
+
+def test_serve_refuses_a_job_backend_it_cannot_use_before_it_listens(workspace: Workspace) -> None:
+    # The scheduler is built beside the first calls; its settings are still checked at start.
+    env = {**os.environ, "AMID_JOB_BACKEND": "ray"}
+    result = subprocess.run(
+        [sys.executable, "-m", "server.cli", "serve", "-w", str(workspace.root), "--port", "0"],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert result.returncode == 2 and "setting ray_address: needed for job_backend=ray" in result.stderr
+    assert "Traceback" not in result.stderr and not workspace.server_file.exists()

@@ -14,9 +14,9 @@ import pytest
 
 from registry.loader import load_lane_templates
 from server import errors
-from server.app import tool_specs
 from server.cli import registry_search
 from server.reviewer.report import CODES
+from server.tool_manifest import tool_specs
 from server.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parents[2]
