@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from server.toolkit import ToolSpec
 
 MANIFEST_PATH = Path(__file__).with_name("tool_manifest.json")
+# One first-call import at a time: calls of different tools arriving together at start must not
+# import modules that import each other from two threads at once.
+_RESOLVING = threading.Lock()
 
 # The tool modules, in the order their tools are listed; each module's specs in the order of
 # `tool_specs()` below.
@@ -103,7 +106,6 @@ class ToolEntry:
     wants_progress: bool
     module: str
     attribute: str
-    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, compare=False, repr=False)
     _found: list[ToolSpec] = field(default_factory=list, init=False, compare=False, repr=False)
 
     def spec(self) -> ToolSpec:
@@ -111,7 +113,7 @@ class ToolEntry:
         is refused here rather than served (the contract test catches it first)."""
         if self._found:
             return self._found[0]
-        with self._lock:
+        with _RESOLVING:
             if not self._found:
                 spec = getattr(importlib.import_module(self.module), self.attribute, None)
                 facts = None if spec is None else (spec.name, spec.roles, spec.wants_progress)
