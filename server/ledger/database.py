@@ -107,6 +107,7 @@ class Database:
         self._in_transaction: list[tuple[Any, ...]] | None = None  # events flushed in the open one
         self.idempotency_known: set[tuple[str, str, str]] = set()  # server/ledger/idempotency.py
         self._tables_read: dict[str, frozenset[str]] = {}
+        self._views: dict[str, str] | None = None  # name → definition, read once per schema
         self._deferred_events: list[tuple[Any, ...]] = []
         if not read_only:
             self._migrate()
@@ -186,6 +187,9 @@ class Database:
         it (`generation`, `cached`) are stale. `*` moves every table on."""
         with self._lock:
             self._generations[table] = self._generations.get(table, 0) + 1
+            if table == EVERY_TABLE:  # a view may be new or defined anew
+                self._views = None
+                self._tables_read.clear()
 
     def generation(self, table: str) -> int:
         return self._generations.get(table, 0) + self._generations.get(EVERY_TABLE, 0)
@@ -222,7 +226,11 @@ class Database:
             tree = json.loads(self._con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0])  # type: ignore[index]
             if tree.get("error"):
                 raise ValueError(f"not a SELECT DuckDB can parse: {tree.get('error_message')}: {sql[:200]}")
-            views = dict(self._con.execute("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal").fetchall())
+            if self._views is None:
+                self._views = dict(
+                    self._con.execute("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal").fetchall()
+                )
+            views = self._views
         names: set[str] = set()
         for name in _base_tables(tree):
             view = views.get(name)

@@ -32,6 +32,14 @@ def test_the_tables_a_read_depends_on_come_from_duckdbs_parser_through_views(led
         ledger.db.tables_read("DELETE FROM notes")
 
 
+def test_a_view_defined_after_the_first_reads_is_followed_down_to_its_tables(ledger: Ledger) -> None:
+    assert ledger.db.tables_read("SELECT * FROM notes") == {"notes"}  # the view definitions are read once
+    ledger.db.execute("CREATE VIEW v_titles AS SELECT title FROM notes")
+    assert ledger.db.tables_read("SELECT * FROM v_titles") == {"notes"}
+    ledger.db.execute("CREATE OR REPLACE VIEW v_titles AS SELECT agent_id FROM claims")
+    assert ledger.db.tables_read("SELECT * FROM v_titles") == {"claims"}
+
+
 def _note(ledger: Ledger, title: str) -> int:
     return ledger.notes.add("alice", "observation", None, title, "body", {})
 
