@@ -1,10 +1,12 @@
 """How a tool module becomes an MCP tool: one `ToolSpec` per tool, registered once.
 
 A tool module declares a pydantic input model, a pydantic output model (derived from
-`ToolResult`) and one function `run(ctx, request) -> result`. `register` turns that into an MCP
-tool whose arguments are the input model's fields, and wraps every call the same way: identify the
-caller from the bearer token, enforce the role, run the work in a thread, log the call in the
-events log, attach the caller's pending heartbeats, and turn `AmidError` into a tool error.
+`ToolResult`) and one function `run(ctx, request) -> result`. `published_schema` derives the
+tool's inputSchema from the input model's fields (once, into `server/tool_manifest.json`);
+`register` lists the tool from its manifest entry and wraps every call the same way: import the
+tool's module at its first call, identify the caller from the bearer token, enforce the role, run
+the work in a thread, log the call in the events log, attach the caller's pending heartbeats, and
+turn `AmidError` into a tool error.
 """
 
 from __future__ import annotations
