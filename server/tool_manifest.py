@@ -15,7 +15,6 @@ tool module's own `ToolSpec` (the manifest only lists).
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import json
 import sys
@@ -33,25 +32,6 @@ MANIFEST_PATH = Path(__file__).with_name("tool_manifest.json")
 # One first-call import at a time: calls of different tools arriving together at start must not
 # import modules that import each other from two threads at once.
 _RESOLVING = threading.Lock()
-
-# The tool modules, in the order their tools are listed; each module's specs in the order of
-# `tool_specs()` below.
-TOOL_MODULES = (
-    "tools.get_task",
-    "tools.profile_data",
-    "tools.lanes",
-    "tools.fm_registry",
-    "tools.jobs",
-    "tools.attempts",
-    "tools.reviews",
-    "tools.notes",
-    "tools.skills",
-    "tools.supervision",
-    "tools.workers",
-    "tools.run_evidence",
-    "tools.decisions",
-    "tools.roles",
-)
 
 
 def tool_specs() -> list[ToolSpec]:
@@ -180,6 +160,8 @@ def render(entries: list[ToolEntry]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import argparse
+
     parser = argparse.ArgumentParser(prog="python -m server.tool_manifest", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only compare; exit 1 if the file is stale")
     args = parser.parse_args(argv)

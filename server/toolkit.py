@@ -72,6 +72,12 @@ class ToolSpec:
     wants_progress: bool = False
     keyed: bool = False  # an `idempotency_key` argument and a `created` result, handled by `_once`
 
+    def __post_init__(self) -> None:
+        if self.keyed and not (
+            "idempotency_key" in self.input_model.model_fields and "created" in self.output_model.model_fields
+        ):
+            raise TypeError(f"{self.name}: a keyed tool needs an idempotency_key argument and a created result")
+
     @property
     def description(self) -> str:
         return inspect.cleandoc(self.run.__doc__ or self.title)
@@ -133,7 +139,7 @@ class _RawArguments(ArgModelBase):
     """The SDK validates arguments against a model of the handler's signature before calling it,
     and answers a mismatch in pydantic's own words (naming its internal `…Arguments` model). This
     model accepts any arguments and hands them over unchanged; `_validate` then checks them with
-    coded errors. The published inputSchema still comes from the signature."""
+    coded errors. The published inputSchema is the manifest's (`published_schema`)."""
 
     model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True)
 
@@ -248,10 +254,6 @@ def _progress_bridge(mcp_context: Context) -> Progress:
 def published_annotations(spec: ToolSpec) -> ToolAnnotations:
     """Hints at their protocol default are left out (idempotent: false), and so are the two that
     mean nothing for a read-only tool (destructive, idempotent)."""
-    if spec.keyed and not (
-        "idempotency_key" in spec.input_model.model_fields and "created" in spec.output_model.model_fields
-    ):
-        raise TypeError(f"{spec.name}: a keyed tool needs an idempotency_key argument and a created result")
     return ToolAnnotations(
         read_only_hint=spec.read_only,
         idempotent_hint=None if spec.read_only or not spec.idempotent else True,
