@@ -15,7 +15,9 @@ from server import runtime
 from server.context import ToolContext
 from server.errors import Forbidden, NotFound, shown
 from server.paths import confine
-from server.toolkit import ALL_ROLES, WORKERS, Created, IdempotencyKey, Progress, ToolResult, ToolSpec
+from server.toolkit import ALL_ROLES, WORKERS, Created, IdempotencyKey, Progress, ToolResult, ToolSpec, receipt_for
+
+RUN_GPU_JOB = "run_gpu_job"
 
 # What Linux can start (one argument ≤ 128 KiB, argv + environment ≤ ARG_MAX), with room to spare:
 # anything larger would create a job that can only fail, so it is refused at the door.
@@ -97,8 +99,12 @@ def run_gpu_job(ctx: ToolContext, request: RunJobInput) -> StartedJob:
         command=request.command, cwd=str(cwd), gpus=request.gpus, min_free_gpu_mb=request.min_free_gpu_mb,
         cpus=request.cpus, time_limit_s=request.time_limit_s, env=request.env, tags=tags,
     )  # fmt: skip
-    state = runtime.scheduler(ctx.services).submit(ctx.caller.agent_id, spec)
-    return StartedJob(**_view(ctx, state).model_dump())
+    scheduler, receipt = runtime.scheduler(ctx.services), receipt_for(RUN_GPU_JOB, ctx, request)
+    if receipt is None:
+        return StartedJob(**_view(ctx, scheduler.submit(ctx.caller.agent_id, spec)).model_dump())
+    # the key goes into the job's own record: a kill before the ledger recorded it loses nothing
+    state, created = scheduler.submit_keyed(ctx.caller.agent_id, spec, receipt.key, receipt.request_digest)
+    return StartedJob(**_view(ctx, state).model_dump(), created=created)
 
 
 class JobRef(BaseModel):
@@ -160,7 +166,7 @@ def list_jobs(ctx: ToolContext, request: ListJobsInput) -> JobList:
     return JobList(jobs=[_view(ctx, s) for s in states[: request.limit]], total=len(states))
 
 
-RUN = ToolSpec("run_gpu_job", "Run a job", RunJobInput, StartedJob, run_gpu_job, roles=WORKERS, keyed=True)
+RUN = ToolSpec(RUN_GPU_JOB, "Run a job", RunJobInput, StartedJob, run_gpu_job, roles=WORKERS, keyed=True)
 GET = ToolSpec("get_job", "Get a job", GetJobInput, JobView, get_job, roles=ALL_ROLES, read_only=True,
                wants_progress=True)  # fmt: skip
 CANCEL = ToolSpec("cancel_job", "Cancel a job", JobRef, JobView, cancel_job, roles=WORKERS, destructive=True)

@@ -11,7 +11,7 @@ from registry.schemas import LaneFamily, Predicate
 from server.context import ToolContext
 from server.errors import Conflict, invalid, shown
 from server.ledger import utcnow
-from server.toolkit import ALL_ROLES, WORKERS, Created, IdempotencyKey, ToolResult, ToolSpec
+from server.toolkit import ALL_ROLES, WORKERS, Created, IdempotencyKey, ToolResult, ToolSpec, receipt_for
 from tools.planning.proposals import LaneProposal
 from tools.planning.render import PORTFOLIO_FILE
 
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from types import ModuleType
 
 LaneId = Annotated[str, Field(description="from list_lanes")]
+RELEASE_LANE = "release_lane"
 
 
 class ListLanesInput(BaseModel):
@@ -136,13 +137,14 @@ class ReleaseLaneResult(ToolResult):
 
 def release_lane(ctx: ToolContext, request: ReleaseLaneInput) -> ReleaseLaneResult:
     """Give your lane back (post a note on what you learned first)."""
-    if not ctx.ledger.lanes.release(request.lane_id, ctx.caller.agent_id, utcnow()):
+    receipt = receipt_for(RELEASE_LANE, ctx, request)
+    status = ctx.ledger.lanes.release(request.lane_id, ctx.caller.agent_id, utcnow(), receipt=receipt)
+    if status is None:
         raise Conflict(f"lane_id: you hold no claim on lane {shown(request.lane_id)}", field="lane_id")
     ctx.ledger.activity.log(
         "lane_released", agent_id=ctx.caller.agent_id, subject_type="lane", subject_id=request.lane_id
     )
-    lane = ctx.ledger.lanes.get(request.lane_id) or {}
-    return ReleaseLaneResult(lane_id=request.lane_id, status=str(lane.get("status", "open")))
+    return ReleaseLaneResult(lane_id=request.lane_id, status=status)
 
 
 class ProposeLaneInput(BaseModel):
@@ -184,7 +186,7 @@ LIST = ToolSpec(
 )
 CLAIM = ToolSpec("claim_lane", "Claim lane", ClaimLaneInput, ClaimLaneResult, claim_lane, roles=WORKERS, keyed=True)
 RELEASE = ToolSpec(
-    "release_lane", "Release lane", ReleaseLaneInput, ReleaseLaneResult, release_lane, roles=WORKERS, keyed=True
+    RELEASE_LANE, "Release lane", ReleaseLaneInput, ReleaseLaneResult, release_lane, roles=WORKERS, keyed=True
 )
 PROPOSE = ToolSpec("propose_lane", "Propose lane", ProposeLaneInput, ProposeLaneResult, propose_lane, roles=WORKERS)
 TOOLS = [LIST, CLAIM, RELEASE, PROPOSE]

@@ -15,8 +15,9 @@ import builtins
 import logging
 import threading
 from pathlib import Path
+from typing import Any
 
-from server.errors import Conflict, NotFound, invalid
+from server.errors import Conflict, NotFound, invalid, shown
 from server.jobs import files
 from server.jobs.backend import Backend, JobHandle, Observation
 from server.jobs.gpu import GpuInventory
@@ -55,6 +56,7 @@ class JobScheduler:
         # Guards _states, _launching and _closing; re-entrant; notified on every committed change.
         self._lock = threading.Condition(threading.RLock())
         self._states: dict[str, JobState] = {}
+        self._by_key: dict[tuple[str, str], str] = {}  # (agent_id, idempotency_key) → job_id
         self._launching: dict[str, tuple[str, ...]] = {}
         self._closing = False
         self._wake = threading.Event()
@@ -67,23 +69,55 @@ class JobScheduler:
 
     def submit(self, agent_id: str, spec: JobSpec) -> JobState:
         """Record a job and return its state: queued, or failed at once when it can never run here."""
+        return self._submit(agent_id, spec, None, None)[0]
+
+    def submit_keyed(self, agent_id: str, spec: JobSpec, key: str, digest: str) -> tuple[JobState, bool]:
+        """`submit` once per (agent, idempotency key): the job is recorded with its key in the same
+        write, so a retry after a kill at any moment, even before the ledger heard of the job, gets
+        that job back (created: False), and a retry with another request (digest) is a Conflict."""
+        return self._submit(agent_id, spec, key, digest)
+
+    def _submit(self, agent_id: str, spec: JobSpec, key: str | None, digest: str | None) -> tuple[JobState, bool]:
         if not Path(spec.cwd).is_dir():
             raise invalid("cwd", spec.cwd, "an existing directory")
         refusal = self._refusal(spec)
-        job_id = self._store.create(spec)
-        now = files.utc_now()
-        state = JobState(
-            job_id=job_id, agent_id=agent_id, spec=spec, status="queued", backend=self._backend.name,
-            created_at=now, reason="queued",
-        )  # fmt: skip
-        if refusal is not None:
-            state = state.model_copy(update={"status": "failed", "ended_at": now, "reason": refusal})
         with self._lock:
-            if self._closing:
-                raise Conflict("the job scheduler is shutting down; submit again after the restart")
-            sequence = self._commit(state)
+            known = None if key is None else self._by_key.get((agent_id, key))
+            if known is None:
+                state, created = self._create(agent_id, spec, refusal, key, digest), True
+                sequence = self._commit(state, save=False)
+            else:
+                state, created = self._repeated(self._states[known], key, digest), False
+                sequence = self._notifier.published
         self._wake.set()
-        self._notifier.flush(sequence, timeout_s=5.0)
+        self._notifier.flush(sequence, timeout_s=5.0)  # the ledger holds the job before it is reported
+        return state, created
+
+    def _create(
+        self, agent_id: str, spec: JobSpec, refusal: str | None, key: str | None, digest: str | None
+    ) -> JobState:
+        """The job's folder and first state; the caller holds the lock."""
+        if self._closing:
+            raise Conflict("the job scheduler is shutting down; submit again after the restart")
+        now = files.utc_now()
+        first: dict[str, Any] = {"status": "queued", "reason": "queued"}
+        if refusal is not None:
+            first = {"status": "failed", "ended_at": now, "reason": refusal}
+        return self._store.create(
+            lambda job_id: JobState(
+                job_id=job_id, agent_id=agent_id, spec=spec, backend=self._backend.name, created_at=now,
+                idempotency_key=key, request_digest=digest, **first,
+            )
+        )  # fmt: skip
+
+    @staticmethod
+    def _repeated(state: JobState, key: str | None, digest: str | None) -> JobState:
+        if state.request_digest != digest:
+            raise Conflict(
+                f"idempotency_key: {shown(key)} was used for job {state.job_id} with other arguments; resend "
+                "the same arguments to get that job, or use a new key",
+                field="idempotency_key",
+            )
         return state
 
     def get(self, job_id: str) -> JobState:
@@ -138,7 +172,7 @@ class JobScheduler:
 
     def reconcile(self) -> None:
         """Load every job from disk, settle the unfinished ones with the backend, replay all."""
-        for state in self._store.load_all(self._backend.name):
+        for state in self._store.load_all():
             settled = state if state.is_terminal else self._reattached(state)
             with self._lock:
                 self._commit(settled, save=settled != state)
@@ -165,6 +199,8 @@ class JobScheduler:
         if save:
             self._store.save(state)
         self._states[state.job_id] = state
+        if state.idempotency_key is not None:
+            self._by_key[(state.agent_id, state.idempotency_key)] = state.job_id
         self._lock.notify_all()
         return self._notifier.publish(state)
 

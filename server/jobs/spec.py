@@ -110,6 +110,10 @@ class JobState(BaseModel):
     wall_s: float | None = None
     peak_gpu_mem_mb: int | None = None
     reason: str | None = None
+    # a keyed submission: the agent's idempotency key and the digest of its request, kept with the
+    # job so a retry after any restart finds this job (server/jobs/scheduler.py, submit_keyed)
+    idempotency_key: str | None = None
+    request_digest: str | None = None
 
     @property
     def is_terminal(self) -> bool:

@@ -6,6 +6,7 @@ State files are the durable truth; the scheduler keeps a copy in memory and writ
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from server.errors import DataUnreadable
 from server.jobs import files
-from server.jobs.spec import BackendName, JobSpec, JobState, JobStatus
+from server.jobs.spec import JobState, JobStatus
 
 
 class LogTail(BaseModel):
@@ -40,49 +41,41 @@ class JobStore:
     def job_dir(self, job_id: str) -> Path:
         return self.jobs_dir / job_id
 
-    def create(self, spec: JobSpec) -> str:
-        """Make the job's folder (the mkdir is what makes the id unique) and write spec.json."""
+    def create(self, state_for: Callable[[str], JobState]) -> JobState:
+        """Make the job's folder (the mkdir is what makes the id unique), write state.json, then
+        spec.json. A kill at any point leaves an empty folder (no job: it was never acknowledged)
+        or a state, which holds the spec and, for a keyed submission, its key."""
         while True:
             job_id = new_job_id()
             try:
                 self.job_dir(job_id).mkdir()
             except FileExistsError:
                 continue
-            files.write_json_atomic(self.job_dir(job_id) / files.SPEC, spec.model_dump(mode="json"))
-            return job_id
+            state = state_for(job_id)
+            self.save(state)
+            files.write_json_atomic(self.job_dir(job_id) / files.SPEC, state.spec.model_dump(mode="json"))
+            return state
 
     def save(self, state: JobState) -> None:
         files.write_json_atomic(self.job_dir(state.job_id) / files.STATE, state.model_dump(mode="json"))
 
-    def load_all(self, backend: BackendName) -> list[JobState]:
-        """Every job on disk. A folder whose submission never completed is closed as failed."""
+    def load_all(self) -> list[JobState]:
+        """Every job on disk; a folder left empty by an interrupted submission is not a job."""
         states = []
         for job_dir in sorted(p for p in self.jobs_dir.iterdir() if p.is_dir() and p.name.startswith("job-")):
-            state = self._load(job_dir, backend)
+            state = self._load(job_dir)
             if state is not None:
                 states.append(state)
         return states
 
-    def _load(self, job_dir: Path, backend: BackendName) -> JobState | None:
+    def _load(self, job_dir: Path) -> JobState | None:
         try:
             payload = files.read_json(job_dir / files.STATE)
-            if payload is not None:
-                return JobState.model_validate(payload)
-            spec_payload = files.read_json(job_dir / files.SPEC)
+            state = None if payload is None else JobState.model_validate(payload)
         except (ValueError, ValidationError) as exc:
             raise DataUnreadable(f"{job_dir}: unreadable job state: {exc}") from exc
-        if spec_payload is None:
-            return None  # an empty folder left by a submission interrupted before spec.json
-        return self._interrupted(job_dir, JobSpec.model_validate(spec_payload), backend)
-
-    def _interrupted(self, job_dir: Path, spec: JobSpec, backend: BackendName) -> JobState:
-        now = files.utc_now()
-        reason = "the server stopped before this submission was acknowledged; it never started"
-        state = JobState(
-            job_id=job_dir.name, agent_id="unknown", spec=spec, status="failed", backend=backend,
-            created_at=now, ended_at=now, reason=reason,
-        )  # fmt: skip
-        self.save(state)
+        if state is not None and not (job_dir / files.SPEC).exists():  # killed between the two writes
+            files.write_json_atomic(job_dir / files.SPEC, state.spec.model_dump(mode="json"))
         return state
 
     def request_stop(self, job_id: str, cause: JobStatus) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from server.errors import Conflict, NotFound
 from server.ledger.database import Database, Transaction
+from server.ledger.idempotency import IdempotencyKeys, Receipt
 
 UNCLAIMABLE = frozenset({"waived", "retired"})
 TIER_SQL_ORDER = "CASE tier WHEN 'primary' THEN 0 WHEN 'secondary' THEN 1 ELSE 2 END"
@@ -176,16 +177,24 @@ class Lanes:
             )
         return ClaimOutcome(lane_id, agent_id, expires, renewed=False, holders=[*holders, agent_id], released=released)
 
-    def release(self, lane_id: str, agent_id: str, now: datetime) -> bool:
-        """Give the lane back; False when the agent held no claim on it."""
+    def release(self, lane_id: str, agent_id: str, now: datetime, *, receipt: Receipt | None = None) -> str | None:
+        """Give the lane back; returns the lane's status after, or None when the agent held no claim
+        on it. With a receipt, the idempotency key commits in the same transaction (a retry after a
+        lost answer finds the release, whenever the server died)."""
         with self.db.transaction() as cur:
             closed = cur.execute(
                 "UPDATE claims SET released_at = ? WHERE lane_id = ? AND agent_id = ? AND released_at IS NULL "
                 "RETURNING claim_id",
                 [now, lane_id, agent_id],
             ).fetchall()
+            if not closed:
+                return None
             self._reopen(cur, now)
-        return bool(closed)
+            row = cur.execute("SELECT status FROM lanes WHERE lane_id = ?", [lane_id]).fetchone()
+            status = str(row[0]) if row else "open"
+            if receipt is not None:
+                IdempotencyKeys.insert(cur, receipt, {"lane_id": lane_id, "status": status})
+        return status
 
     def _release_all(self, cur: Transaction, agent_id: str, now: datetime) -> list[str]:
         rows = cur.execute(

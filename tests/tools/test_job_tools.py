@@ -69,3 +69,26 @@ async def test_agents_see_only_their_own_jobs_and_cancel_stops_a_running_one(age
         assert (await ok(other, "list_jobs", {}))["total"] == 0
         denied = await other.call_tool("get_job", {"job_id": job["job_id"]})
         assert denied.is_error and "belongs to another agent" in denied.content[0].text  # type: ignore[union-attr]
+
+
+@pytest.mark.anyio
+async def test_a_keyed_job_retried_after_a_restart_that_lost_its_ledger_key_is_not_started_twice(
+    agent_services: Services,
+) -> None:
+    """The crash suite's window: the job is recorded, then the server dies before the ledger records
+    the key. The retry (same key, same arguments) must get the first job back, created: false."""
+    arguments = {"command": ["python", "-c", "print('once')"], "idempotency_key": "job-1"}
+    async with local_client(agent_services, "worker") as client:
+        first = await ok(client, "run_gpu_job", arguments)
+    assert first["created"] is True
+    runtime.shutdown(agent_services)  # the restart: the next call builds the scheduler from disk
+    agent_services.ledger.db.execute("DELETE FROM idempotency_keys WHERE tool = 'run_gpu_job'")
+    agent_services.ledger.db.idempotency_known.clear()
+    async with local_client(agent_services, "worker") as client:
+        retried = await ok(client, "run_gpu_job", arguments)
+        other = await client.call_tool("run_gpu_job", {**arguments, "command": ["true"]})
+        listed = await ok(client, "list_jobs", {})
+    assert (retried["job_id"], retried["created"]) == (first["job_id"], False)
+    assert other.is_error and "CONFLICT: idempotency_key: 'job-1' was used" in other.content[0].text  # type: ignore[union-attr]
+    assert listed["total"] == 1
+    assert agent_services.ledger.db.scalar("SELECT count(*) FROM jobs") == 1

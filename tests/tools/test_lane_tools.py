@@ -10,6 +10,7 @@ import pytest
 
 from server.context import Services, ToolContext
 from server.ledger import Identity, Ledger
+from server.ledger.idempotency import IdempotencyKeys
 from server.settings import Settings
 from server.workspace import Workspace
 from tests.clients import error, local_client, ok
@@ -133,3 +134,25 @@ async def test_query_fm_registry_ranks_models_and_reports_availability(planned: 
     assert hits[0]["availability"] in {"obtainable", "cached"} and "source: https://" in hits[0]["card"]
     assert filtered and all(h["availability"] in {"gated", "cached"} for h in filtered)
     assert "modality" in bad
+
+
+@pytest.mark.anyio
+async def test_a_keyed_release_whose_answer_was_lost_after_the_work_is_answered_again(
+    planned: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server dies after the release committed and before the toolkit recorded the key (a
+    fault raised there stands in for the kill): the retry must get the release, not a Conflict."""
+    arguments = {"lane_id": "nnunet-3d-fullres", "idempotency_key": "release-1"}
+    planned.ledger.identities.create_token("w1", "agent")
+    async with local_client(planned, "w1") as client:
+        await ok(client, "claim_lane", {"lane_id": "nnunet-3d-fullres"})
+
+        def killed(*_: object) -> None:
+            raise RuntimeError("the server died here")
+
+        with monkeypatch.context() as patch:
+            patch.setattr(IdempotencyKeys, "record", killed)
+            assert (await error(client, "release_lane", arguments)).startswith("Error executing tool release_lane")
+        retried = await ok(client, "release_lane", arguments)
+    assert (retried["status"], retried["created"]) == ("open", False)
+    assert planned.ledger.db.scalar("SELECT count(*) FROM claims WHERE released_at IS NULL") == 0

@@ -10,6 +10,9 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
+import pytest
+
+from server.errors import Conflict
 from server.jobs.spec import JobSpec, JobState
 from tests.server.jobs.helpers import SchedulerFactory, eventually, process_running, text_when_written, wait_status
 
@@ -124,3 +127,51 @@ def test_a_cancel_while_the_server_was_down_is_not_undone(make_scheduler: Schedu
     (tmp_path / "hold").touch()
     assert wait_status(second, blocker).status == "succeeded"
     assert not (tmp_path / "never").exists()
+
+
+def test_a_keyed_submission_is_one_job_across_a_restart_and_other_arguments_conflict(
+    make_scheduler: SchedulerFactory, tmp_path: Path
+) -> None:
+    """The server dies after recording a keyed job and before the ledger recorded the key (the
+    window the crash suite hit): the client's retry with the same key gets that job, not a second."""
+    marker = tmp_path / "marker"
+    first = make_scheduler()
+    job, created = first.submit_keyed("a", marker_job(tmp_path, marker), "run-1", "digest-1")
+    assert created and job.idempotency_key == "run-1"
+    again, created = first.submit_keyed("a", marker_job(tmp_path, marker), "run-1", "digest-1")
+    assert (again.job_id, created) == (job.job_id, False)
+    first.close()
+
+    second = make_scheduler()
+    retried, created = second.submit_keyed("a", marker_job(tmp_path, marker), "run-1", "digest-1")
+    assert (retried.job_id, created) == (job.job_id, False)
+    other, created = second.submit_keyed("b", marker_job(tmp_path, marker), "run-1", "digest-1")
+    assert created and other.job_id != job.job_id  # keys belong to one agent
+    with pytest.raises(Conflict, match=f"idempotency_key: 'run-1' was used for job {job.job_id}"):
+        second.submit_keyed("a", marker_job(tmp_path, marker), "run-1", "digest-2")
+    assert wait_status(second, job.job_id).status == "succeeded"
+    assert wait_status(second, other.job_id).status == "succeeded"
+    assert runs(marker) == Counter({job.job_id: 1, other.job_id: 1})
+    assert len(second.list("a")) == 1
+
+
+def test_a_submission_killed_between_its_two_files_is_a_job_or_nothing(
+    make_scheduler: SchedulerFactory, tmp_path: Path
+) -> None:
+    """state.json is written before spec.json: a folder holding only the state (with its key) is a
+    queued job whose spec is restored from it; an empty folder (a kill right after the mkdir) is none."""
+    marker = tmp_path / "marker"
+    first = make_scheduler(max_concurrent=1)
+    blocker = first.submit("a", marker_job(tmp_path, tmp_path / "m", tmp_path / "hold")).job_id
+    job, _ = first.submit_keyed("a", marker_job(tmp_path, marker), "run-1", "digest-1")
+    first.close()
+    (tmp_path / "jobs" / job.job_id / "spec.json").unlink()
+    (tmp_path / "jobs" / "job-20260101T000000000000Z-00000000").mkdir()
+
+    second = make_scheduler()
+    assert {s.job_id for s in second.list()} == {blocker, job.job_id}
+    retried, created = second.submit_keyed("a", marker_job(tmp_path, marker), "run-1", "digest-1")
+    assert (retried.job_id, created) == (job.job_id, False)
+    (tmp_path / "hold").touch()
+    assert wait_status(second, job.job_id).status == "succeeded"
+    assert runs(marker) == Counter({job.job_id: 1})
