@@ -3,12 +3,13 @@
 N writer agents run a realistic mix over real HTTP through the real MCP client (claim_lane,
 post_note, submit_attempt, request_review, run_gpu_job of a short CPU job), every write with an
 idempotency key. The server is killed with SIGKILL or SIGTERM at chosen moments (submit calls in
-flight, note calls in flight, a review running, a job running, during start-up) and restarted on the
-same port; clients retry every unanswered call with the same key until it is answered. After each
-restart settles, /proc is walked for processes the killed server left behind. At the end, with the
-server stopped, the DuckDB ledger and the artifact store are audited: every acknowledged write is
-present exactly once (attempts, notes, artifacts re-hashed, claims, reviews, jobs), no review
-finished twice, every job ended (survived or was reconciled), no process is left.
+flight, note calls in flight, run_gpu_job calls in flight, a review running, a job running, during
+start-up) and restarted on the same port; clients retry every unanswered call with the same key
+until it is answered. After each restart settles, /proc is walked for processes the killed server
+left behind. At the end, with the server stopped, the DuckDB ledger and the artifact store are
+audited: every acknowledged write is present exactly once (attempts, notes, artifacts re-hashed,
+claims, reviews, jobs), no review finished twice, every job ended (survived or was reconciled), no
+process is left.
 
     python benchmarks/reliability/crash.py [--agents 8] [--rounds 2]
 """
@@ -36,7 +37,7 @@ from server.local_client import call as admin_call
 from server.mcp_client import ToolCallFailed, call, connect
 from server.workspace import Workspace
 
-MOMENTS = ("submit", "startup", "note", "review", "job")
+MOMENTS = ("submit", "startup", "note", "review", "job", "run_job")
 CALL_TIMEOUT_S = 45.0
 GIVE_UP_S = 240.0  # a client stops retrying a call after this long (the server never came back)
 JOB_S = 1.5
@@ -45,14 +46,14 @@ SETTINGS = {"AMID_MAX_PENDING_REVIEWS": "1000", "AMID_REVIEW_WORKERS": "1"}
 
 @dataclass(frozen=True)
 class Kill:
-    moment: str  # what was going on: submit | note | review | job calls in flight, or startup
+    moment: str  # what was going on: submit | note | run_job calls in flight, a review | job running, or startup
     signal: str  # SIGKILL | SIGTERM
 
 
 def plan(rounds: int) -> list[Kill]:
-    """Six kills a round: every moment, SIGKILL and SIGTERM alternating (swapped in odd rounds);
+    """Seven kills a round: every moment, SIGKILL and SIGTERM alternating (swapped in odd rounds);
     a start-up kill is the restart that follows the kill before it."""
-    moments = ("submit", "startup", "note", "review", "job", "startup")
+    moments = ("submit", "startup", "note", "review", "job", "startup", "run_job")
     kills = []
     for r in range(rounds):
         for i, moment in enumerate(moments):
@@ -177,6 +178,8 @@ def _moment_reached(kill: Kill, workspace: Workspace, acked: Ledgerless) -> bool
         return acked.inflight["submit_attempt"] > 0
     if kill.moment == "note":
         return acked.inflight["post_note"] > 0
+    if kill.moment == "run_job":
+        return acked.inflight["run_gpu_job"] > 0
     if kill.moment == "review":
         return _sql(workspace, "SELECT count(*) FROM reviews WHERE status = 'running'") > 0
     return _sql(workspace, "SELECT count(*) FROM jobs WHERE status = 'running'") > 0
@@ -197,7 +200,7 @@ async def _kill_at(server: Server, kill: Kill, acked: Ledgerless, timeout_s: flo
     reached = False
     while time.monotonic() < deadline and not (reached := _moment_reached(kill, server.workspace, acked)):
         await asyncio.sleep(0.01)
-    if kill.moment in ("submit", "note"):
+    if kill.moment in ("submit", "note", "run_job"):
         await asyncio.sleep(0.05)  # let the request reach the tool
     return await asyncio.to_thread(_kill_now, server, kill, reached, dict(acked.inflight))
 
@@ -422,7 +425,7 @@ def run(workspace: Workspace, n_agents: int, kills: list[Kill], moment_s: float 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--agents", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=2, help="six kills a round")
+    parser.add_argument("--rounds", type=int, default=2, help="seven kills a round")
     args = parser.parse_args()
     from benchmarks._common import demo_workspace, write_result
 

@@ -1,7 +1,7 @@
-"""Crash suite, small: 3 writer agents over real HTTP, 6 kills (SIGKILL and SIGTERM during submits,
-during notes, during a running review, during a running job, during start-up), restarts on the same
-port, clients retrying with the same idempotency keys; then the exactly-once audit of the ledger
-and the artifact store, and no process left behind by any kill."""
+"""Crash suite, small: 3 writer agents over real HTTP, 7 kills (SIGKILL and SIGTERM during submits,
+during notes, during job submissions, during a running review, during a running job, during
+start-up), restarts on the same port, clients retrying with the same idempotency keys; then the
+exactly-once audit of the ledger and the artifact store, and no process left behind by any kill."""
 
 from __future__ import annotations
 
