@@ -8,8 +8,8 @@ start-up) and restarted on the same port; clients retry every unanswered call wi
 until it is answered. After each restart settles, /proc is walked for processes the killed server
 left behind. At the end, with the server stopped, the DuckDB ledger and the artifact store are
 audited: every acknowledged write is present exactly once (attempts, notes, artifacts re-hashed,
-claims, reviews, jobs), no review finished twice, every job ended (survived or was reconciled), no
-process is left.
+claims, reviews, jobs; crash_audit.py), no review finished twice, every job ended (survived or was
+reconciled), no process is left.
 
     python benchmarks/reliability/crash.py [--agents 8] [--rounds 2]
 """
@@ -18,21 +18,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
 import json
 import shutil
 import signal
 import sys
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks.reliability._server import SIGNALS, Server, descendants, settle_leftovers
-from server.ledger import Ledger
+from benchmarks.reliability.crash_audit import Ledgerless, audit
 from server.local_client import call as admin_call
 from server.mcp_client import ToolCallFailed, call, connect
 from server.workspace import Workspace
@@ -59,21 +58,6 @@ def plan(rounds: int) -> list[Kill]:
         for i, moment in enumerate(moments):
             kills.append(Kill(moment, ("SIGKILL", "SIGTERM")[(i + r) % 2]))
     return kills
-
-
-@dataclass
-class Ledgerless:
-    """What clients were told (acknowledged), keyed by the idempotency key they sent."""
-
-    attempts: dict[str, dict[str, Any]] = field(default_factory=dict)
-    notes: dict[str, int] = field(default_factory=dict)
-    jobs: dict[str, str] = field(default_factory=dict)
-    reviews: dict[str, str] = field(default_factory=dict)  # attempt_id → review_id
-    claims: dict[str, str] = field(default_factory=dict)  # agent → lane_id
-    errors: list[str] = field(default_factory=list)
-    calls: Counter[str] = field(default_factory=Counter)
-    retries: Counter[str] = field(default_factory=Counter)
-    inflight: Counter[str] = field(default_factory=Counter)
 
 
 @dataclass
@@ -246,7 +230,7 @@ async def _controller(server: Server, kills: list[Kill], acked: Ledgerless, mome
     return records
 
 
-# --- the audit -------------------------------------------------------------------------------------
+# --- settling before the audit (crash_audit.py) ----------------------------------------------------
 
 
 def _wait_settled(workspace: Workspace, timeout_s: float) -> bool:
@@ -260,96 +244,6 @@ def _wait_settled(workspace: Workspace, timeout_s: float) -> bool:
             return True
         time.sleep(0.5)
     return False
-
-
-def _rehash(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def audit(workspace: Workspace, acked: Ledgerless, agents: list[str]) -> dict[str, Any]:
-    """Compare what clients were told with what the stopped server's ledger and files hold."""
-    ledger = Ledger(workspace.ledger_path, read_only=True)
-    try:
-        db = ledger.db
-        found: dict[str, Any] = {}
-        lost: list[str] = []
-        duplicated: list[str] = []
-        # attempts: one row per key, the acknowledged id
-        rows = db.fetchall("SELECT idempotency_key, list(attempt_id) AS ids FROM attempts GROUP BY 1")
-        by_key = {r["idempotency_key"]: r["ids"] for r in rows}
-        for key, told in acked.attempts.items():
-            ids = by_key.get(key, [])
-            lost += [f"attempt {key}"] if told["attempt_id"] not in ids else []
-            duplicated += [f"attempt {key}: {ids}"] if len(ids) > 1 else []
-        # artifacts: the acknowledged number of files per attempt, each re-hashed
-        arts = db.fetchall("SELECT attempt_id, role, fold, member, declared_path, sha256, size_bytes, frozen_path "
-                           "FROM artifacts")  # fmt: skip
-        per_attempt: dict[str, list[dict[str, Any]]] = {}
-        for a in arts:
-            per_attempt.setdefault(a["attempt_id"], []).append(a)
-        bad_hash, n_artifacts = [], 0
-        for key, told in acked.attempts.items():
-            files = per_attempt.get(told["attempt_id"], [])
-            n_artifacts += len(files)
-            names = Counter((f["role"], f["fold"], f["member"], f["declared_path"]) for f in files)
-            if len(files) < told["n_files"]:
-                lost.append(f"artifacts of {key}: {len(files)} of {told['n_files']}")
-            duplicated += [f"artifact {key} {n}" for n, c in names.items() if c > 1]
-            for f in files:
-                path = workspace.root / f["frozen_path"]
-                if not path.is_file() or _rehash(path) != f["sha256"] or path.stat().st_size != f["size_bytes"]:
-                    bad_hash.append(f"{key} {f['declared_path']}")
-        # notes: titles are the keys
-        rows = db.fetchall("SELECT title, list(note_id) AS ids FROM notes GROUP BY 1")
-        notes = {r["title"]: r["ids"] for r in rows}
-        for key, note_id in acked.notes.items():
-            ids = notes.get(key, [])
-            lost += [f"note {key}"] if note_id not in ids else []
-            duplicated += [f"note {key}: {ids}"] if len(ids) > 1 else []
-        # claims: one open claim per agent, on its lane
-        rows = db.fetchall("SELECT agent_id, list(lane_id) AS lanes FROM claims WHERE released_at IS NULL GROUP BY 1")
-        open_claims = {r["agent_id"]: r["lanes"] for r in rows}
-        for agent, lane in acked.claims.items():
-            lanes = open_claims.get(agent, [])
-            lost += [f"claim {agent}"] if lane not in lanes else []
-            duplicated += [f"claim {agent}: {lanes}"] if len(lanes) > 1 else []
-        # reviews: one per attempt, finished once
-        rows = db.fetchall("SELECT attempt_id, list(review_id) AS ids, list(status) AS st FROM reviews GROUP BY 1")
-        reviews = {r["attempt_id"]: r for r in rows}
-        ends = db.fetchall(
-            "SELECT coalesce(json_extract_string(payload, '$.review_id'), subject_id) AS review_id, count(*) AS n "
-            "FROM events WHERE kind IN ('review_done', 'review_failed') GROUP BY 1"
-        )
-        finished = {r["review_id"]: int(r["n"]) for r in ends}
-        twice, unfinished = [], []
-        for attempt_id, review_id in acked.reviews.items():
-            row = reviews.get(attempt_id)
-            lost += [f"review {review_id}"] if row is None or review_id not in row["ids"] else []
-            duplicated += [f"review of {attempt_id}: {row['ids']}"] if row and len(row["ids"]) > 1 else []
-            twice += [f"{review_id} finished {finished[review_id]} times"] if finished.get(review_id, 0) > 1 else []
-            unfinished += [review_id] if finished.get(review_id, 0) == 0 else []
-        # jobs: one per key (the key is the command's last argument), each ended
-        rows = db.fetchall("SELECT job_id, status, reason, command->>'$[3]' AS key FROM jobs")
-        jobs_by_key: dict[str, list[dict[str, Any]]] = {}
-        for r in rows:
-            jobs_by_key.setdefault(r["key"], []).append(r)
-        job_status: Counter[str] = Counter()
-        for key, job_id in acked.jobs.items():
-            mine = jobs_by_key.get(key, [])
-            lost += [f"job {key}"] if job_id not in [j["job_id"] for j in mine] else []
-            duplicated += [f"job {key}: {[j['job_id'] for j in mine]}"] if len(mine) > 1 else []
-            job_status.update(j["status"] for j in mine if j["job_id"] == job_id)
-        found["acknowledged"] = {
-            "attempts": len(acked.attempts), "artifacts": n_artifacts, "notes": len(acked.notes),
-            "claims": len(acked.claims), "reviews": len(acked.reviews), "jobs": len(acked.jobs),
-        }  # fmt: skip
-        found.update(
-            lost=lost, duplicated=duplicated, artifacts_bad_hash=bad_hash, reviews_finished_twice=twice,
-            reviews_unfinished=unfinished, job_status=dict(job_status),
-        )  # fmt: skip
-        return found
-    finally:
-        ledger.close()
 
 
 # --- the whole run ---------------------------------------------------------------------------------
@@ -411,7 +305,7 @@ def run(workspace: Workspace, n_agents: int, kills: list[Kill], moment_s: float 
         old = {pid, *descendants(pid)} if pid else set()
         final_exit = server.stop(signal.SIGINT) if server.process else None
     final = settle_leftovers(workspace, old, None, 30.0)
-    result = audit(workspace, acked, [a.agent_id for a in agents])
+    result = audit(workspace, acked)
     result.update(
         agents=n_agents, seconds=round(time.monotonic() - started, 1), settled=settled, final_exit=final_exit,
         kills=[asdict(r) for r in records], kills_by=dict(Counter(f"{r.moment}/{r.signal}" for r in records)),
