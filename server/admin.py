@@ -36,6 +36,7 @@ def status(ledger: Ledger, services: Services | None = None) -> dict[str, Any]:
         "lanes": ledger.counts_by_status("lanes"),
         "jobs": ledger.counts_by_status("jobs"),
         "events": int(ledger.db.scalar("SELECT count(*) FROM events") or 0),
+        "workers": ledger.workers.summary(),  # managed workers: backend, state, session, sandbox
     }
 
 

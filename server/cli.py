@@ -130,13 +130,19 @@ def _profile_now(ws: Any) -> None:
 @click.option("--port", default=None, type=int, help="port [8765]; 0 picks a free one (AMID_PORT)")
 @click.option("--stdio", is_flag=True, help="serve one local agent over stdio instead of HTTP")
 @click.option("--agent", default=None, help="the agent name for --stdio")
+@click.option(
+    "--replay-sandbox", type=click.Choice(["bwrap", "none"]), default=None,
+    help="replay isolation [bwrap: required, no bubblewrap, no server]; none: unconfined (AMID_REPLAY_SANDBOX)",
+)  # fmt: skip
 @_friendly
-def serve(workspace: Path, host: str | None, port: int | None, stdio: bool, agent: str | None) -> None:
+def serve(
+    workspace: Path, host: str | None, port: int | None, stdio: bool, agent: str | None, replay_sandbox: str | None
+) -> None:
     """Serve the workspace to agents over Streamable HTTP (or --stdio for one local agent)."""
     from server.serve import serve_http, serve_stdio
     from server.settings import settings_from
 
-    settings = settings_from({"workspace": workspace, "host": host, "port": port})
+    settings = settings_from({"workspace": workspace, "host": host, "port": port, "replay_sandbox": replay_sandbox})
     if stdio:
         if not agent:
             raise click.UsageError("--stdio needs --agent NAME")
@@ -203,6 +209,11 @@ def status(workspace: Path, as_json: bool) -> None:
         value = result[key]
         shown = ", ".join(a["agent_id"] + "/" + a["role"] for a in value) if key == "agents" else value
         click.echo(f"  {key:<9} {shown or '-'}")
+    for worker in result.get("workers", []):  # managed workers, each with the sandbox of its last start
+        click.echo(
+            f"  worker    {worker['agent_id']} {worker['backend']} {worker['state']} "
+            f"sandbox {worker['sandbox'] or '?'} session {worker['session_id'] or '-'}"
+        )
 
 
 @main.command()

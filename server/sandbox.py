@@ -14,10 +14,11 @@ its own PID/IPC/UTS namespaces, a new session, and death with its parent. The wo
 labels, private/, repo/, worktrees/, artifacts/) is not mounted; where it lies under a mounted
 folder it is covered by an empty tmpfs.
 
-Where bubblewrap cannot run, `replay_sandbox=auto` falls back to running the command plainly, with a
-logged warning and `sandbox: "none"` in the evidence; `bwrap` makes the sandbox a requirement and
-`none` switches it off. DESIGN §13: the reviewer's recomputation is the guarantee; this makes a
-replay that reaches for data it was not given fail instead of score.
+Fail closed: where bubblewrap cannot run, a replay (and a managed worker) does not start: the
+refusal names the fix. Only an explicit `none` runs the command unconfined, and the evidence says
+`sandbox: "none"`. `auto` is an old spelling of `bwrap` (required), never a fallback. The reviewer's
+recomputation is the guarantee; this makes a replay that reaches for data it was not given fail
+instead of score.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from server.errors import Conflict
+
 SandboxSetting = Literal["auto", "bwrap", "none"]
 SandboxKind = Literal["bwrap", "none"]
 
@@ -45,8 +48,23 @@ PASSED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "CUDA_VISIBLE_DEVICES", "CUDA_DEVI
 log = logging.getLogger(__name__)
 
 
-class SandboxUnavailable(RuntimeError):
-    """replay_sandbox=bwrap, and bubblewrap cannot run here."""
+class SandboxUnavailable(Conflict):
+    """A sandbox is required (`bwrap`, or `auto`, which means the same) and bubblewrap cannot run here."""
+
+
+FIX = "install bubblewrap: apt-get install bubblewrap, or pass {flag} none to run unconfined"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """Which setting asked for the sandbox, and the flag that switches it off (named in the refusal)."""
+
+    name: str = "replay_sandbox"
+    flag: str = "--replay-sandbox"
+
+
+REPLAY = Setting()
+WORKER = Setting("sandbox", "--sandbox")
 
 
 @dataclass(frozen=True)
@@ -77,18 +95,18 @@ def bwrap_problem() -> str | None:
     return None if done.returncode == 0 else f"bwrap cannot create namespaces: {done.stderr.decode()[-300:].strip()}"
 
 
-def resolve_kind(setting: SandboxSetting) -> SandboxKind:
-    """The sandbox a replay gets under `setting`: bwrap where it can run; `none` only by setting or
-    (auto) where it cannot, logged."""
+def resolve_kind(setting: SandboxSetting, asked_by: Setting = REPLAY) -> SandboxKind:
+    """The sandbox under `setting`: bwrap, required unless the setting is `none`; a missing or broken
+    bubblewrap raises SandboxUnavailable naming the setting and the fix (never a silent fallback)."""
     if setting == "none":
+        log.warning("%s=none: runs unconfined (no bubblewrap), by explicit setting", asked_by.name)
         return "none"
     problem = bwrap_problem()
     if problem is None:
         return "bwrap"
-    if setting == "bwrap":
-        raise SandboxUnavailable(f"replay_sandbox=bwrap, but {problem}")
-    log.warning("replay sandbox off (replay_sandbox=auto): %s; replays run unconfined", problem)
-    return "none"
+    fix = FIX.format(flag=asked_by.flag)
+    message = f"{asked_by.name}={setting} needs a working sandbox, but {problem}; {fix}"
+    raise SandboxUnavailable(message, field=asked_by.name)
 
 
 def placeholders(kind: SandboxKind, mounts: Mounts, python: str) -> dict[str, str]:

@@ -9,10 +9,11 @@ import sys
 import threading
 from collections.abc import Callable
 
-from server import runtime
+from server import runtime, sandbox
 from server.app import build_app, http_app
 from server.context import Services
 from server.errors import Conflict
+from server.exposure import private_warnings
 from server.ledger import Identity, Ledger
 from server.reviewer import start_reviewer
 from server.settings import Settings
@@ -31,7 +32,19 @@ def _refuse_if_served(workspace: Workspace) -> None:
 def _open(settings: Settings) -> Services:
     workspace = Workspace.open(settings.workspace)
     _refuse_if_served(workspace)
-    return Services(settings=settings, workspace=workspace, ledger=Ledger(workspace.ledger_path))
+    # No replay sandbox, no server: every review replays, and an unconfined replay sees the workspace.
+    replay_kind = sandbox.resolve_kind(settings.replay_sandbox, sandbox.REPLAY)
+    services = Services(settings=settings, workspace=workspace, ledger=Ledger(workspace.ledger_path))
+    unconfined = ["replays run unconfined (replay_sandbox=none): they can read the workspace"]
+    _warn(services, unconfined if replay_kind == "none" else [])
+    return services
+
+
+def _warn(services: Services, warnings: list[str]) -> None:
+    """Say on stderr and in the ledger's event log what could read private/ (and any unconfined replay)."""
+    for warning in [*warnings, *private_warnings(services.workspace.private_dir)]:
+        print(f"amid: warning: {warning}", file=sys.stderr, flush=True)
+        services.ledger.activity.log("server_warning", agent_id=None, payload={"warning": warning})
 
 
 def _bind(settings: Settings) -> socket.socket:

@@ -39,9 +39,10 @@ class Settings(BaseModel):
     replay_cases_per_fold: int = Field(
         default=2, ge=1, description="validation cases per declared fold replayed to check PRED_NOT_REPRODUCED"
     )
-    replay_sandbox: Literal["auto", "bwrap", "none"] = Field(
-        default="auto",
-        description="replay isolation: bwrap (required), none (logged, evidence sandbox=none), auto (bwrap if it runs)",
+    replay_sandbox: Literal["bwrap", "none", "auto"] = Field(
+        default="bwrap",
+        description="replay isolation: bwrap (required: no bubblewrap, no replay), none (unconfined, said in the "
+        "evidence: sandbox=none); auto is an old name of bwrap",
     )
     grader_timeout_s: float = Field(default=300.0, gt=0, description="limit for a task's own grader (seconds)")
     job_backend: str = Field(default="local", description="job backend: local, ray or slurm")

@@ -23,9 +23,19 @@ class RecordWorkerInput(BaseModel):
     idempotency_key: IdempotencyKey = None
 
 
+class PendingHeartbeat(BaseModel):
+    heartbeat_id: int
+    kind: str
+    prompt: str
+
+
 class RecordWorkerResult(ToolResult):
     agent_id: str
     state: str | None
+    session_id: str | None = Field(default=None, description="the CLI session last recorded (a restart resumes it)")
+    undelivered_heartbeats: list[PendingHeartbeat] = Field(
+        default_factory=list, description="heartbeats neither read in a tool result nor given to the CLI yet"
+    )
     pending_jobs: int
     pending_reviews: int
     last_tool_call_s_ago: float | None
@@ -33,7 +43,8 @@ class RecordWorkerResult(ToolResult):
 
 
 def record_worker(ctx: ToolContext, request: RecordWorkerInput) -> RecordWorkerResult:
-    """Record a managed worker's state transition; report its pending jobs and reviews and its last tool call."""
+    """Record a managed worker's state transition; report its session, undelivered heartbeats, pending jobs and
+    reviews and its last tool call."""
     workers = ctx.ledger.workers
     if request.state is not None:
         workers.transition(
@@ -51,6 +62,8 @@ def record_worker(ctx: ToolContext, request: RecordWorkerInput) -> RecordWorkerR
     return RecordWorkerResult(
         agent_id=request.agent_id,
         state=current["state"] if current else None,
+        session_id=current["session_id"] if current else None,
+        undelivered_heartbeats=[PendingHeartbeat(**h) for h in workers.undelivered_heartbeats(request.agent_id)],
         pending_jobs=pending["jobs"],
         pending_reviews=pending["reviews"],
         last_tool_call_s_ago=(utcnow() - last).total_seconds() if last else None,

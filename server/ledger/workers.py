@@ -64,3 +64,32 @@ class Workers:
             "SELECT max(occurred_at) FROM events WHERE agent_id = ? AND kind = 'tool_call'", [agent_id]
         )
         return value if isinstance(value, datetime) else None
+
+    def delivered_heartbeat_ids(self, agent_id: str) -> set[int]:
+        """Heartbeats a managed worker's CLI was started or resumed with (named in the transition's detail)."""
+        rows = self.db.fetchall(
+            "SELECT detail FROM worker_transitions WHERE agent_id = ? AND detail LIKE '%heartbeat_ids%'", [agent_id]
+        )
+        return {int(i) for row in rows for i in json.loads(row["detail"] or "{}").get("heartbeat_ids", [])}
+
+    def undelivered_heartbeats(self, agent_id: str) -> list[dict[str, Any]]:
+        """The agent's heartbeats neither read in a tool result (delivered_at) nor given to its CLI in a resume."""
+        rows = self.db.fetchall(
+            "SELECT heartbeat_id, kind, prompt FROM heartbeats WHERE agent_id = ? AND delivered_at IS NULL "
+            "ORDER BY heartbeat_id",
+            [agent_id],
+        )
+        given = self.delivered_heartbeat_ids(agent_id)
+        return [row for row in rows if row["heartbeat_id"] not in given]
+
+    def summary(self) -> list[dict[str, Any]]:
+        """Every managed worker: backend, state, session and the sandbox of its last start."""
+        rows = self.db.fetchall("SELECT agent_id, backend, state, session_id FROM workers ORDER BY agent_id")
+        for row in rows:
+            started = self.db.fetchone(
+                "SELECT detail FROM worker_transitions WHERE agent_id = ? AND detail LIKE '%\"sandbox\"%' "
+                "ORDER BY transition_id DESC LIMIT 1",
+                [row["agent_id"]],
+            )
+            row["sandbox"] = json.loads(started["detail"]).get("sandbox") if started else None
+        return rows

@@ -43,10 +43,26 @@ def _echo(report: TickReport) -> None:
         click.echo(f"[{report.stage}] {line}")
     for beat in report.heartbeats:
         click.echo(f"[{report.stage}] heartbeat {beat}")
+    for event in report.worker_events:
+        _echo_worker(report.stage, event)
     if report.final_attempt_id:
         click.echo(f"[{report.stage}] final attempt {report.final_attempt_id}")
     if report.waiting:
         click.echo(f"[{report.stage}] waiting: {report.waiting}")
+
+
+LAUNCHES = ("started", "restarted", "resumed", "delivered")
+
+
+def _echo_worker(stage: str, event: dict[str, Any]) -> None:
+    """Every worker event on stdout; one that failed (with a reason: an exit that was not clean, a
+    start that failed, a pause of the breaker) also on stderr, so a stuck worker is never silent."""
+    agent, name = event["agent_id"], event["event"]
+    where = f" (sandbox {event['sandbox']}, session {'resumed' if event.get('resume') else 'new'})"
+    click.echo(f"[{stage}] worker {agent} {name}" + (where if name in LAUNCHES else ""))
+    if event.get("reason"):
+        pause = f" for {event['pause_s']:g} s" if name == "paused" else ""
+        click.echo(f"amid supervise: worker {agent} {name}{pause}: {event['reason']}", err=True)
 
 
 async def supervise(
@@ -70,6 +86,28 @@ async def supervise(
                 workers.stop()
 
 
+WORKER_FLAGS: dict[str, tuple[Any, str]] = {  # WorkerSettings field: (click type, help)
+    "sandbox": (click.Choice(["bwrap", "none"]), "worker isolation: bwrap (required, default) or none (unconfined)"),
+    "stall_timeout_s": (float, "no output and no tool call this long: stalled, resumed [1200]"),
+    "crash_burst": (int, "failures within --crash-window-s that pause a worker [3]"),
+    "crash_window_s": (float, "window of the crash-burst breaker, seconds [30]"),
+    "crash_pause_s": (float, "how long the breaker pauses a worker, seconds [300]"),
+    "usage_limit_backoff_s": (float, "wait after a usage-limit exit, seconds [900]"),
+    "npm_prefix": (click.Path(path_type=Path), "npm prefix of the agent CLIs (its node_modules/.bin or bin/)"),
+    "cli_path": (click.Path(path_type=Path), "the agent CLI's executable (instead of PATH / --npm-prefix)"),
+    "model_base_url": (str, "custom model endpoint: Anthropic API (claude-code), OpenAI Responses (codex), "
+                       "OpenAI Chat Completions (opencode)"),
+    "model_api_key_env": (str, "environment variable holding the endpoint's API key"),
+    "model_name": (str, "model name to ask the custom endpoint for"),
+}  # fmt: skip
+
+
+def _worker_options(command: Any) -> Any:
+    for name, (kind, text) in reversed(WORKER_FLAGS.items()):
+        command = click.option(f"--{name.replace('_', '-')}", name, type=kind, default=None, help=text)(command)
+    return command
+
+
 @click.command("supervise")
 @click.option("--workspace", "-w", type=click.Path(path_type=Path), default=None, help="workspace of a running server")
 @click.option("--server", default=None, help="MCP URL of the server (with --token)")
@@ -85,17 +123,33 @@ async def supervise(
     "--worker-env", multiple=True, metavar="KEY=VALUE",
     help="environment for the managed workers' CLIs (model endpoint, API key; AMID_SCRIPTED_CHEAT=worker-3 …)",
 )  # fmt: skip
+@_worker_options
 def supervise_command(
     workspace: Path | None, server: str | None, token: str | None, poll_s: float, until_done: bool,
-    max_s: float | None, n_workers: int, backend: str, worker_env: tuple[str, ...],
+    max_s: float | None, n_workers: int, backend: str, worker_env: tuple[str, ...], **worker_flags: Any,
 ) -> None:  # fmt: skip
     """Supervise a run: stages, promotion, heartbeats, finalization (DESIGN §9); with --workers N,
-    start and manage N headless workers of a backend (claude-code, codex, opencode, scripted …)."""
+    start and manage N headless workers of a backend (claude-code, codex, opencode, scripted …),
+    each in a bubblewrap sandbox (refused without one unless --sandbox none)."""
     env = _worker_env(worker_env)
     url, secret = resolve_server(workspace, server, token)
-    pool = _pool(workspace, url, backend, n_workers, secret, env) if n_workers else None
+    pool = _pool(workspace, url, backend, n_workers, secret, _worker_settings(env, worker_flags)) if n_workers else None
     report = asyncio.run(supervise(url, secret, poll_s=poll_s, until_done=until_done, max_s=max_s, workers=pool))
     click.echo(f"supervisor stopped in stage {report.stage}")
+
+
+def _worker_settings(env: dict[str, str], flags: dict[str, Any]) -> dict[str, Any]:
+    """WorkerSettings values from the flags given; the endpoint's key is read here, from the variable named."""
+    import os
+
+    given = {name: value for name, value in flags.items() if value is not None}
+    key_env = given.pop("model_api_key_env", None)
+    if key_env is not None:
+        if key_env not in os.environ:
+            message = f"--model-api-key-env: {key_env} is not set in this environment; export it first"
+            raise InvalidInput(message, field="model_api_key_env")
+        given["model_api_key"] = os.environ[key_env]
+    return {"model_env": env, **given}
 
 
 def _worker_env(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -108,15 +162,22 @@ def _worker_env(pairs: tuple[str, ...]) -> dict[str, str]:
     return env
 
 
-def _pool(workspace: Path | None, url: str, backend: str, n: int, token: str, env: dict[str, str]) -> Workers:
+def _pool(workspace: Path | None, url: str, backend: str, n: int, token: str, values: dict[str, Any]) -> Workers:
     """Managed workers need the workspace (worktrees, tokens through the admin route)."""
     if workspace is None:
         raise InvalidInput("--workers: managed workers need -w DIR (their worktrees live in the workspace)")
+    from pydantic import ValidationError
+
     from registry.loader import worker_backend
     from server.supervisor.workers.pool import WorkerPool
     from server.supervisor.workers.settings import WorkerSettings
     from server.workspace import Workspace
 
     worker_backend(backend)  # an unknown backend fails here, naming the backends there are
-    settings = WorkerSettings(model_env=env)
+    try:
+        settings = WorkerSettings(**values)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = str(first["loc"][0])
+        raise InvalidInput(f"--{name.replace('_', '-')}: {first['msg']}", field=name) from None
     return WorkerPool(Workspace.open(workspace), url, backend, n, settings=settings, supervisor_token=token)

@@ -6,6 +6,7 @@ Pure functions over `registry.schemas.WorkerBackend`; nothing here starts a proc
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import sys
@@ -36,14 +37,26 @@ def fill_tree(content: Any, values: Mapping[str, str]) -> Any:
     return content
 
 
-def find_binary(backend: WorkerBackend, npm_prefix: Path | None) -> str:
-    """The CLI's executable: this interpreter, on PATH, or under the npm prefix's node_modules/.bin."""
+def find_binary(backend: WorkerBackend, npm_prefix: Path | None, cli_path: Path | None = None) -> str:
+    """The CLI's executable: `cli_path` as given, this interpreter, on PATH, or under the npm prefix
+    (its local node_modules/.bin, or bin/ of a global `npm install -g --prefix`)."""
+    if cli_path is not None:
+        if not (cli_path.is_file() and os.access(cli_path, os.X_OK)):
+            message = f"cli_path: {cli_path} is not an executable file; give the path of the CLI's binary"
+            raise NotFound(message, field="cli_path")
+        return str(cli_path.absolute())
     if backend.binary == "{python}":
         return sys.executable
-    npm_bin = str(npm_prefix / "node_modules" / ".bin") if npm_prefix else None
-    found = shutil.which(backend.binary) or (shutil.which(backend.binary, path=npm_bin) if npm_bin else None)
+    folders = [str(npm_prefix / "node_modules" / ".bin"), str(npm_prefix / "bin")] if npm_prefix else []
+    found = shutil.which(backend.binary)
+    if found is None and folders:
+        found = shutil.which(backend.binary, path=os.pathsep.join(folders))
     if found is None:
-        raise NotFound(f"backend {backend.id}: {backend.binary} is not installed ({backend.install})", field="backend")
+        where = f" (looked on PATH and under {npm_prefix})" if npm_prefix else " (looked on PATH; --npm-prefix DIR)"
+        raise NotFound(
+            f"backend {backend.id}: {backend.binary} is not installed{where}: {backend.install}, or pass --cli-path",
+            field="backend",
+        )
     return found
 
 

@@ -2,11 +2,14 @@
 
 Per worker: a worktree and a fresh token, the CLI's config files, its own home (the user's login
 files copied in), the headless CLI started with the task prompt inside the worker sandbox, its
-session id read from the CLI's JSON output. `deliver` interrupts the CLI (SIGTERM to its process
-group) and resumes the same session with the prompt. `poll` classifies exits, runs the stall
-watchdog (exempt while the worker's job or review is pending, asked live through the server) and
-the crash-burst breaker, and returns what happened as events. Every transition is recorded through
-the server's supervisor-only `record_worker` tool.
+session id read from the CLI's JSON output. No sandbox, no start: bubblewrap is required unless the
+settings say `sandbox: none`. `deliver` interrupts the CLI (SIGTERM to its process group) and
+resumes the same session with the prompt. `poll` classifies exits, runs the stall watchdog (exempt
+while the worker's job or review is pending, asked live through the server) and the crash-burst
+breaker, and returns what happened as events; a CLI that cannot start or keeps failing carries the
+reason (its last output lines). Every transition is recorded through the server's supervisor-only
+`record_worker` tool, with the sandbox and the heartbeats each launch carried: a supervisor killed
+and started again reads them back, resumes each live session and gives it the heartbeats it never got.
 """
 
 from __future__ import annotations
@@ -29,11 +32,21 @@ from server.local_client import call as admin_call
 from server.mcp_client import call, connect
 from server.protocol import INSTRUCTIONS
 from server.supervisor.workers.backend import argv, classify_exit, find_binary, write_config_files
+from server.supervisor.workers.endpoint import endpoint_for
 from server.supervisor.workers.process import WorkerProcess
 from server.supervisor.workers.settings import WorkerSettings
 from server.workspace import Workspace
 
 Event = dict[str, Any]
+REASON_LINES = 3  # of the CLI's last output, in the event of an exit that is not clean
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A prompt for a worker's CLI; a heartbeat's id travels with it, so the ledger knows it was given."""
+
+    text: str
+    heartbeat_id: int | None = None
 
 
 @dataclass
@@ -49,8 +62,13 @@ class Worker:
     resumed_from: str | None = None
     crashes: deque[float] = field(default_factory=deque)
     wake_at: float | None = None
-    pending_prompt: str | None = None
-    unanswered: list[str] = field(default_factory=list)  # delivered prompts no session has taken in yet
+    queued: list[Prompt] = field(default_factory=list)  # delivered while paused: given at the wake-up
+    unanswered: list[Prompt] = field(default_factory=list)  # delivered prompts no session has taken in yet
+    last_reason: str | None = None  # why the CLI last failed, from its output
+
+    @property
+    def pending_prompt(self) -> str | None:
+        return "\n\n".join(p.text for p in self.queued) or None
 
 
 class WorkerPool:
@@ -68,8 +86,10 @@ class WorkerPool:
         self.backend = worker_backend(backend) if isinstance(backend, str) else backend
         self.n = n
         self.settings = settings or WorkerSettings()
-        self.binary = find_binary(self.backend, self.settings.npm_prefix)
-        self.sandbox_kind = sandbox.resolve_kind(self.settings.sandbox)
+        self.sandbox_kind = sandbox.resolve_kind(self.settings.sandbox, sandbox.WORKER)  # fails closed
+        self.binary = find_binary(self.backend, self.settings.npm_prefix, self.settings.cli_path)
+        s = self.settings
+        self._endpoint = endpoint_for(self.backend.id, s.model_base_url, s.model_api_key, s.model_name)
         self._supervisor_token = supervisor_token
         self._workers: dict[str, Worker] = {}
         self._events: list[Event] = []
@@ -83,7 +103,8 @@ class WorkerPool:
         return self._workers[agent_id]
 
     def start(self) -> None:
-        """Create every worker's worktree, token and config, and start its CLI with the task prompt."""
+        """Create every worker's worktree, token and config, and start its CLI: a live session the ledger
+        remembers is resumed with the heartbeats it never got, else a new one gets the task prompt."""
         self._portal_cm = anyio.from_thread.start_blocking_portal()
         self._portal = self._portal_cm.__enter__()
         if self._supervisor_token is None:
@@ -93,23 +114,23 @@ class WorkerPool:
         for index in range(1, self.n + 1):
             worker = self._prepare(f"{self.settings.agent_prefix}-{index}")
             self._workers[worker.agent_id] = worker
-            self._launch(worker, self.settings.task_prompt or INSTRUCTIONS, resume=False, event="started")
+            self._begin(worker)
 
-    def deliver(self, agent_id: str, prompt: str) -> None:
+    def deliver(self, agent_id: str, prompt: str, heartbeat_id: int | None = None) -> None:
         """Interrupt the worker and resume its session with `prompt` (queued while it is paused)."""
         worker = self._workers[agent_id]
+        given = Prompt(prompt, heartbeat_id)
         if worker.state in ("paused", "backoff", "retired"):
-            worker.pending_prompt = prompt
-            self._emit(worker, worker.state, "queued", prompt=prompt)
+            worker.queued.append(given)
+            self._emit(worker, worker.state, "queued", prompt=prompt, heartbeat_id=heartbeat_id)
             return
         process = worker.process
         if process is None or process.session_id is not None:
             worker.unanswered = []  # the turn ended, or the CLI has the prompt in its session already
         # A turn interrupted before the CLI took its prompt into a session: the prompt travels with the new one.
-        worker.unanswered.append(prompt)
+        worker.unanswered.append(given)
         self._interrupt(worker)
-        combined = "\n\n".join(worker.unanswered)
-        self._launch(worker, combined, resume=worker.session_id is not None, event="delivered")
+        self._launch(worker, list(worker.unanswered), resume=worker.session_id is not None, event="delivered")
 
     def poll(self) -> list[Event]:
         """Check every worker once (exits, stalls, wake-ups); return the events since the last poll."""
@@ -163,14 +184,37 @@ class WorkerPool:
             "memory_dir": str(worker.worktree / ".amid-local" / "claude-memory"),
         }
 
-    def _launch(self, worker: Worker, prompt: str, *, resume: bool, event: str) -> None:
-        command = argv(self.backend, self._values(worker, prompt), resume=resume)
+    def _begin(self, worker: Worker) -> None:
+        known = self._record(worker, None, "")
+        backlog = [Prompt(h["prompt"], h["heartbeat_id"]) for h in known.get("undelivered_heartbeats") or []]
+        if known.get("session_id") and known.get("state") not in (None, "retired"):
+            worker.session_id = str(known["session_id"])  # a supervisor killed mid-run: the session lives on
+            prompts = backlog or [Prompt(self.settings.continue_prompt)]
+            self._launch(worker, prompts, resume=True, event="restarted")
+            return
+        self._launch(worker, [self._task_prompt()], resume=False, event="started")
+
+    def _task_prompt(self) -> Prompt:
+        return Prompt(self.settings.task_prompt or INSTRUCTIONS)
+
+    def _launch(self, worker: Worker, prompts: list[Prompt], *, resume: bool, event: str) -> None:
+        text = "\n\n".join(p.text for p in prompts)
+        command = argv(self.backend, self._values(worker, text), resume=resume)
+        command = [command[0], *self._endpoint.args, *command[1:]]
         if self.sandbox_kind == "bwrap":
             command = sandbox.wrap_worker(command, self._view(worker))
         worker.resumed_from = worker.session_id if resume else None
-        worker.process = WorkerProcess(self.backend, command, worker.worktree, self._env(worker), worker.log_path)
         worker.wake_at = None
-        self._emit(worker, "running", event, resume=resume, prompt=prompt[:200])
+        detail: dict[str, Any] = {"resume": resume, "prompt": text[:200], "sandbox": self.sandbox_kind}
+        ids = [p.heartbeat_id for p in prompts if p.heartbeat_id is not None]
+        try:
+            worker.process = WorkerProcess(self.backend, command, worker.worktree, self._env(worker), worker.log_path)
+        except OSError as exc:  # the binary vanished, is not executable, the worktree is gone …
+            worker.process, worker.last_reason = None, f"cannot start {command[0]}: {exc}"
+            self._emit(worker, "idle", "start_failed", **detail, reason=worker.last_reason)
+            self._crashed(worker)
+            return
+        self._emit(worker, "running", event, **detail, **({"heartbeat_ids": ids} if ids else {}))
 
     def _env(self, worker: Worker) -> dict[str, str]:
         passed = {k: os.environ[k] for k in sandbox.PASSED_ENV if k in os.environ}
@@ -178,7 +222,7 @@ class WorkerPool:
         fixed = {k: v.format_map(values) if "{" in v else v for k, v in self.backend.env.items()}
         home = {"HOME": str(worker.home), "XDG_CONFIG_HOME": str(worker.home / ".config")}
         token = {self.backend.token_env: worker.token, "AMID_URL": self.server_url}
-        return {**passed, **fixed, **self.settings.model_env, **home, **token}
+        return {**passed, **fixed, **self._endpoint.env, **self.settings.model_env, **home, **token}
 
     def _view(self, worker: Worker) -> sandbox.WorkerView:
         ws = self.workspace
@@ -208,10 +252,7 @@ class WorkerPool:
     def _check(self, worker: Worker) -> None:
         process = worker.process
         if worker.state in ("paused", "backoff") and worker.wake_at is not None and time.monotonic() >= worker.wake_at:
-            prompt, worker.pending_prompt = worker.pending_prompt, None
-            self._launch(
-                worker, prompt or self.settings.continue_prompt, resume=worker.session_id is not None, event="resumed"
-            )
+            self._wake(worker)
             return
         if process is None or worker.state != "running":
             return
@@ -222,7 +263,17 @@ class WorkerPool:
         elif process.silent_s() >= self.settings.stall_timeout_s and not self._busy(worker):
             self._interrupt(worker)
             self._emit(worker, "running", "stalled", silent_s=round(process.silent_s(), 1))
-            self._launch(worker, self.settings.stall_prompt, resume=worker.session_id is not None, event="resumed")
+            stall = [Prompt(self.settings.stall_prompt)]
+            self._launch(worker, stall, resume=worker.session_id is not None, event="resumed")
+
+    def _wake(self, worker: Worker) -> None:
+        """The pause or backoff is over: resume with the prompts queued meanwhile (a worker that never
+        got a session starts afresh, the task prompt first)."""
+        queued, worker.queued = worker.queued, []
+        if worker.session_id is None:
+            self._launch(worker, [self._task_prompt(), *queued], resume=False, event="resumed")
+            return
+        self._launch(worker, queued or [Prompt(self.settings.continue_prompt)], resume=True, event="resumed")
 
     def _exited(self, worker: Worker, process: WorkerProcess, code: int) -> None:
         worker.process = None
@@ -236,14 +287,17 @@ class WorkerPool:
             resumed=worker.resumed_from,
             reported=process.session_id,
         )
-        self._emit(worker, "idle", "exited", exit_class=exit_class, returncode=code)
+        lines = [line for line in process.tail if line][-REASON_LINES:]
+        worker.last_reason = f"{exit_class}, exit status {code}: " + (" | ".join(lines)[-600:] or "no output")
+        reason = {} if exit_class == "clean" else {"reason": worker.last_reason}
+        self._emit(worker, "idle", "exited", exit_class=exit_class, returncode=code, **reason)
         if exit_class == "usage_limit":
             worker.wake_at = time.monotonic() + self.settings.usage_limit_backoff_s
             self._emit(worker, "backoff", "backoff", wait_s=self.settings.usage_limit_backoff_s)
             return
         if exit_class == "clean":
             if self.settings.restart_on_clean:
-                self._launch(worker, self.settings.continue_prompt, resume=True, event="resumed")
+                self._launch(worker, [Prompt(self.settings.continue_prompt)], resume=True, event="resumed")
             return
         if exit_class == "session_error":
             worker.session_id = None  # the session is gone: the next run starts afresh
@@ -257,11 +311,14 @@ class WorkerPool:
         if len(worker.crashes) >= self.settings.crash_burst:
             worker.crashes.clear()
             worker.wake_at = now + self.settings.crash_pause_s
-            self._emit(worker, "paused", "paused", pause_s=self.settings.crash_pause_s)
+            s = self.settings
+            reason = f"{s.crash_burst} failures within {s.crash_window_s:g} s; last: {worker.last_reason}"
+            self._emit(worker, "paused", "paused", pause_s=s.crash_pause_s, reason=reason)
             return
-        resume = worker.session_id is not None
-        prompt = self.settings.continue_prompt if resume else self.settings.task_prompt or INSTRUCTIONS
-        self._launch(worker, prompt, resume=resume, event="resumed" if resume else "started")
+        if worker.session_id is not None:
+            self._launch(worker, [Prompt(self.settings.continue_prompt)], resume=True, event="resumed")
+            return
+        self._launch(worker, [self._task_prompt()], resume=False, event="started")
 
     # --- through the server ---
 

@@ -2,23 +2,43 @@
 
 Every line refreshes `last_output`; JSON lines are offered to the backend's session-id rules and its
 result marker. Interrupting sends SIGTERM to the whole group, waits a bounded time, then SIGKILL.
+The CLI dies with the supervisor (Linux PR_SET_PDEATHSIG, as bubblewrap's --die-with-parent does
+inside the sandbox): a supervisor killed and started again resumes the session, and no orphan of
+the old one works on beside it.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 
 from registry.schemas import WorkerBackend
 from server.supervisor.workers.backend import is_result, session_id_in
 
 TAIL_LINES = 40
+PR_SET_PDEATHSIG = 1
+
+
+def _death_signal() -> Callable[[], None] | None:
+    """A pre-exec hook that makes the child receive SIGKILL when its parent ends (Linux only); the
+    libc function is resolved here, in the parent, so the forked child runs almost no Python."""
+    if not sys.platform.startswith("linux"):
+        return None
+    prctl = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl
+    return lambda: prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+DIE_WITH_PARENT = _death_signal()
 
 
 class WorkerProcess:
@@ -38,6 +58,7 @@ class WorkerProcess:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=DIE_WITH_PARENT,  # one prctl call, resolved before the fork
         )
         self._reader = threading.Thread(target=self._read, name=f"worker-output-{self.popen.pid}", daemon=True)
         self._reader.start()

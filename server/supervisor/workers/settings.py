@@ -26,8 +26,21 @@ class WorkerSettings(BaseModel):
     )
     interrupt_grace_s: float = Field(default=10.0, gt=0, description="SIGTERM → SIGKILL grace (seconds)")
     restart_on_clean: bool = Field(default=True, description="resume a worker whose turn ended cleanly")
-    sandbox: Literal["auto", "bwrap", "none"] = Field(default="auto", description="worker isolation (bubblewrap)")
+    sandbox: Literal["bwrap", "none", "auto"] = Field(
+        default="bwrap",
+        description="worker isolation: bwrap (required: no bubblewrap, no start) or none (unconfined, by choice); "
+        "auto is an old name of bwrap",
+    )
     npm_prefix: Path | None = Field(default=None, description="npm prefix where agent CLIs are installed")
+    cli_path: Path | None = Field(default=None, description="the agent CLI's executable (default: PATH, npm_prefix)")
+    model_base_url: str | None = Field(
+        default=None,
+        pattern=r"^https?://",
+        description="a custom model endpoint (Anthropic Messages API for claude-code; OpenAI Responses for "
+        "codex; OpenAI Chat Completions for opencode)",
+    )
+    model_api_key: str | None = Field(default=None, repr=False, description="the endpoint's API key (a secret)")
+    model_name: str | None = Field(default=None, description="the model the CLI asks the custom endpoint for")
     agent_prefix: str = Field(
         default="worker", pattern=r"^[a-z0-9][a-z0-9_-]{0,30}$", description="agent ids: PREFIX-N"
     )
