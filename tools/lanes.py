@@ -12,6 +12,7 @@ from server.context import ToolContext
 from server.errors import Conflict, invalid, shown
 from server.ledger import utcnow
 from server.toolkit import ALL_ROLES, WORKERS, Created, IdempotencyKey, ToolResult, ToolSpec, receipt_for
+from server.untrusted import AGENT_TRUST, frame
 from tools.planning.proposals import LaneProposal
 from tools.planning.render import PORTFOLIO_FILE
 
@@ -115,7 +116,9 @@ def _tried(history: dict[str, list[dict[str, Any]]], me: str) -> list[str]:
         score = f", verified {a['verified_score']:.4g}" if a["verified_score"] is not None else ""
         summary = f": {a['summary']}" if a["summary"] else ""
         lines.append(f"attempt {a['attempt_id']} by {a['agent_id']} ({a['status']}{score}){summary}")
-    lines += [f"note {n['note_id']} by {n['agent_id']} ({n['kind']}): {n['title']}" for n in history["notes"]]
+    # a note's title is another agent's text: served as data, in the untrusted-content frame
+    lines += [f"note {n['note_id']} by {n['agent_id']} ({n['kind']}; {AGENT_TRUST}): {frame(n['title'])}"
+              for n in history["notes"]]  # fmt: skip
     lines += [
         f"claimed by {c['agent_id']} {_iso(c['claimed_at'])} until {_iso(c['released_at'])}"
         for c in history["claims"]

@@ -1,4 +1,5 @@
-"""Notes: the shared memory agents write (observations, reflections, focus notes, decisions)."""
+"""Notes: the shared memory agents write (observations, reflections, focus notes, decisions), and the
+ledger's status of the attempts and reviews a note names (what readers are shown beside it)."""
 
 from __future__ import annotations
 
@@ -45,3 +46,15 @@ class Notes:
             "AND (? IS NULL OR agent_id = ?) AND (? IS NULL OR note_id < ?) ORDER BY note_id DESC LIMIT ?",
             [lane_id, lane_id, kind, kind, agent_id, agent_id, before_id, before_id, limit],
         )
+
+    def cited(self, refs: set[str]) -> dict[str, tuple[str, str]]:
+        """ref → (attempt id, the attempt's status now) for attempt ids and review ids; unknown ids are absent."""
+        if not refs:
+            return {}
+        rows = self.db.fetchall(
+            "SELECT attempt_id AS ref, attempt_id, status FROM attempts WHERE list_contains(?, attempt_id) "
+            "UNION ALL SELECT r.review_id, a.attempt_id, a.status FROM reviews r JOIN attempts a USING (attempt_id) "
+            "WHERE list_contains(?, r.review_id)",
+            [sorted(refs), sorted(refs)],
+        )
+        return {str(r["ref"]): (str(r["attempt_id"]), str(r["status"])) for r in rows}

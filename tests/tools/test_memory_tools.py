@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from server.context import Services
+from server.untrusted import unframe
 from tests.clients import local_client, ok
+
+
+def titles(page: dict) -> list[str]:
+    return [(unframe(n["content"]) or "").splitlines()[0] for n in page["notes"]]
 
 
 @pytest.mark.anyio
@@ -15,9 +20,9 @@ async def test_notes_are_shared_paged_and_rendered_to_memory(services: Services)
             await ok(ann, "post_note", {"kind": "observation", "title": f"finding {i}", "body": "CT noise differs"})
     async with local_client(services, "ben") as ben:
         page = await ok(ben, "read_notes", {"limit": 2})
-        assert [n["title"] for n in page["notes"]] == ["finding 2", "finding 1"]
+        assert titles(page) == ["# finding 2", "# finding 1"]
         rest = await ok(ben, "read_notes", {"limit": 2, "before_id": page["next_before_id"]})
-        assert [n["title"] for n in rest["notes"]] == ["finding 0"] and rest["next_before_id"] is None
+        assert titles(rest) == ["# finding 0"] and rest["next_before_id"] is None
     files = sorted(p.name for p in (services.workspace.memory_dir / "notes").iterdir())
     assert files[0].startswith("00001-finding-0")
 
@@ -53,5 +58,7 @@ async def test_skills_are_seeded_listed_saved_and_protected_from_other_authors(s
         denied = await ben.call_tool("save_skill", {"name": "amid-loop", "description": "replace the loop skill",
                                                     "body": "overwrite attempt of the procedure"})  # fmt: skip
         assert denied.is_error
-        listed = {s["name"]: s["author"] for s in (await ok(ben, "list_skills", {}))["skills"]}
+        listed_full = (await ok(ben, "list_skills", {}))["skills"]
+        listed = {s["name"]: s["author"] for s in listed_full}
     assert listed["nifti-geometry"] == "ann" and listed["amid-loop"] == "amid"
+    assert {s["name"]: s["origin"] for s in listed_full}["amid-loop"] == "seeded"
