@@ -1,11 +1,12 @@
 """A scripted OpenAI Chat Completions endpoint: the true edge for a real OpenCode worker (offline).
 
 OpenCode's `@ai-sdk/openai-compatible` provider (bundled in the CLI: nothing is downloaded) POSTs
-`{baseURL}/chat/completions` with `stream: true`, the MCP tools listed as `<server>_<tool>`. The first
-turn of a conversation answers with a `tool_calls` chunk for the AMID `get_task` tool; a turn whose
-last message is that tool's result, or whose last user message is a heartbeat, ends with a short text
-(so does OpenCode's title request, which offers no tools). The stream carries `chat.completion.chunk`
-events, a usage chunk and `[DONE]`. Every request body is kept, so a test can read what the CLI sent.
+`{baseURL}/chat/completions` with `stream: true`, the MCP tools listed as `<server>_<tool>` beside its
+own `write` and `bash`. Each turn answers with the step its script takes next (`attempt_script.next_step`
+over the `tool` messages of the request) as a `tool_calls` chunk, or ends with a short text; so does a
+turn whose last user message is a heartbeat, and OpenCode's title request, which offers no tools. The
+stream carries `chat.completion.chunk` events, a usage chunk and `[DONE]`. Every request body is kept,
+and every scripted turn is logged in `turns`.
 """
 
 from __future__ import annotations
@@ -13,9 +14,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tests.server.supervisor.workers.attempt_script import (
+    Finish,
+    Mcp,
+    Script,
+    Shell,
+    Step,
+    Write,
+    get_task_only,
+    next_step,
+)
 from tests.server.supervisor.workers.scripted_endpoint import Reply, ScriptedEndpoint, reply
-
-TOOL = "get_task"
 
 
 def content_text(message: dict[str, Any]) -> str:
@@ -25,17 +34,30 @@ def content_text(message: dict[str, Any]) -> str:
     return " ".join(str(part.get("text", "")) for part in content or [] if isinstance(part, dict))
 
 
-def _amid_tool(body: dict[str, Any]) -> str | None:
-    names = [t.get("function", {}).get("name", "") for t in body.get("tools", [])]
-    return next((n for n in names if n.endswith(TOOL) and "amid" in n), None)
+def _amid_tools(body: dict[str, Any]) -> dict[str, str]:
+    """AMID tool name → the name OpenCode offers it under (`amid_<tool>`)."""
+    names = [str(t.get("function", {}).get("name", "")) for t in body.get("tools", [])]
+    return {n.split("amid_", 1)[1]: n for n in names if n.startswith("amid_")}
 
 
-def _wants_tool(body: dict[str, Any]) -> str | None:
+def tool_results(body: dict[str, Any]) -> list[str]:
+    return [content_text(m) for m in body.get("messages", []) if m.get("role") == "tool"]
+
+
+def _heartbeat_turn(body: dict[str, Any]) -> bool:
     messages = body.get("messages", [])
     last = messages[-1] if messages else {}
-    if last.get("role") != "user" or "HEARTBEAT" in content_text(last):
-        return None
-    return _amid_tool(body)
+    return last.get("role") == "user" and "HEARTBEAT" in content_text(last)
+
+
+def _call(step: Step, amid: dict[str, str]) -> tuple[str, dict[str, Any]] | None:
+    if isinstance(step, Mcp):
+        return amid.get(step.tool, f"amid_{step.tool}"), step.arguments
+    if isinstance(step, Write):
+        return "write", {"filePath": step.path, "content": step.content}
+    if isinstance(step, Shell):
+        return "bash", {"command": step.command, "description": "run a step of the attempt", "timeout": 300000}
+    return None
 
 
 def _chunk(n: int, model: str, delta: dict[str, Any], finish: str | None, **extra: Any) -> bytes:
@@ -50,19 +72,15 @@ def _chunk(n: int, model: str, delta: dict[str, Any], finish: str | None, **extr
     return f"data: {json.dumps(event)}\n\n".encode()
 
 
-def _stream(body: dict[str, Any], n: int) -> bytes:
+def _stream(body: dict[str, Any], step: Step, n: int) -> bytes:
     model = str(body.get("model", "scripted"))
-    tool = _wants_tool(body)
-    if tool is not None:
-        call = {
-            "index": 0,
-            "id": f"call_{n}",
-            "type": "function",
-            "function": {"name": tool, "arguments": json.dumps({"include_case_ids": False})},
-        }
-        first, finish = {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls"
+    call = _call(step, _amid_tools(body))
+    if call is not None:
+        function = {"name": call[0], "arguments": json.dumps(call[1])}
+        tool_call = {"index": 0, "id": f"call_{n}", "type": "function", "function": function}
+        first, finish = {"role": "assistant", "content": None, "tool_calls": [tool_call]}, "tool_calls"
     else:
-        first, finish = {"role": "assistant", "content": "Done."}, "stop"
+        first, finish = {"role": "assistant", "content": step.text if isinstance(step, Finish) else "Done."}, "stop"
     usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
     return b"".join(
         [
@@ -77,8 +95,20 @@ def _stream(body: dict[str, Any], n: int) -> bytes:
 class ChatEndpoint(ScriptedEndpoint):
     url_suffix = "/v1"
 
+    def __init__(self, script: Script = get_task_only) -> None:
+        super().__init__()
+        self.script = script
+
     def answer(self, path: str, body: dict[str, Any]) -> Reply:
         if not path.rstrip("/").endswith("/chat/completions"):
             return self.not_found(path)
         self.requests.append(body)
-        return reply("text/event-stream", _stream(body, len(self.requests)))
+        return reply("text/event-stream", _stream(body, self._step(body), len(self.requests)))
+
+    def _step(self, body: dict[str, Any]) -> Step:
+        if not _amid_tools(body):
+            return Finish("Done.")
+        results = tool_results(body)
+        if _heartbeat_turn(body):
+            return self.log_turn(results, Finish("Noted."))
+        return self.log_turn(results, next_step(self.script, results))

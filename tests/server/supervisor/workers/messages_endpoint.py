@@ -1,8 +1,11 @@
 """A scripted Anthropic Messages endpoint (REFERENCE §3): the true edge for a real Claude Code worker.
 
-The first turn of a conversation answers with a `tool_use` of `mcp__amid__get_task`; a turn whose last
-user message carries a tool result, or the text of a heartbeat, ends with a short text. Every request
-body is kept, so a test can read what the CLI sent on resume.
+Each streamed turn of the worker's conversation answers with the step its script takes next
+(`attempt_script.next_step` over the tool results in the request): an AMID tool as a `tool_use` of
+`mcp__amid__<tool>`, a file as a `tool_use` of Claude Code's own `Write`, a command as one of its own
+`Bash`, and the end of the turn as a short text; a turn whose last user message is a heartbeat ends
+with a short text. Requests that offer no AMID tool (a title, a quota probe) get a short text. Every
+request body is kept, and every scripted turn is logged in `turns`.
 """
 
 from __future__ import annotations
@@ -10,29 +13,60 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tests.server.supervisor.workers.attempt_script import (
+    Finish,
+    Mcp,
+    Script,
+    Shell,
+    Step,
+    Write,
+    get_task_only,
+    next_step,
+)
 from tests.server.supervisor.workers.scripted_endpoint import Reply, ScriptedEndpoint, reply
 
-TOOL = "mcp__amid__get_task"
+PREFIX = "mcp__amid__"
 
 
-def _last_user_content(body: dict[str, Any]) -> list[dict[str, Any]]:
-    users = [m for m in body.get("messages", []) if m.get("role") == "user"]
-    content = users[-1]["content"] if users else []
-    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+def _user_contents(body: dict[str, Any]) -> list[list[dict[str, Any]]]:
+    users = [m["content"] for m in body.get("messages", []) if m.get("role") == "user"]
+    return [[{"type": "text", "text": c}] if isinstance(c, str) else list(c) for c in users]
 
 
-def _wants_tool(body: dict[str, Any]) -> bool:
-    tools = {t.get("name") for t in body.get("tools", [])}
-    last = _last_user_content(body)
-    texts = " ".join(b.get("text", "") for b in last if b.get("type") == "text")
-    return TOOL in tools and not any(b.get("type") == "tool_result" for b in last) and "HEARTBEAT" not in texts
+def _result_text(block: dict[str, Any]) -> str:
+    content = block.get("content")
+    if isinstance(content, str):
+        return content
+    return "\n".join(str(part.get("text", "")) for part in content or [] if isinstance(part, dict))
+
+
+def tool_results(body: dict[str, Any]) -> list[str]:
+    """The text of every tool result in the conversation, in order."""
+    return [_result_text(b) for blocks in _user_contents(body) for b in blocks if b.get("type") == "tool_result"]
+
+
+def _heartbeat_turn(body: dict[str, Any]) -> bool:
+    users = _user_contents(body)
+    last = users[-1] if users else []
+    texts = " ".join(str(b.get("text", "")) for b in last if b.get("type") == "text")
+    return "HEARTBEAT" in texts and not any(b.get("type") == "tool_result" for b in last)
+
+
+def _tool_use(step: Step) -> tuple[str, dict[str, Any]] | None:
+    if isinstance(step, Mcp):
+        return PREFIX + step.tool, step.arguments
+    if isinstance(step, Write):
+        return "Write", {"file_path": step.path, "content": step.content}
+    if isinstance(step, Shell):
+        return "Bash", {"command": step.command, "description": "run a step of the attempt", "timeout": 300000}
+    return None
 
 
 def _sse(kind: str, data: dict[str, Any]) -> bytes:
     return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n".encode()
 
 
-def _stream(tool: bool, n: int) -> bytes:
+def _stream(step: Step, n: int) -> bytes:
     message: dict[str, Any] = {
         "id": f"msg_{n}",
         "type": "message",
@@ -43,11 +77,13 @@ def _stream(tool: bool, n: int) -> bytes:
         "stop_sequence": None,
         "usage": {"input_tokens": 1, "output_tokens": 1},
     }
-    if tool:
-        block = {"type": "tool_use", "id": f"toolu_{n}", "name": TOOL, "input": {}}
-        delta = {"type": "input_json_delta", "partial_json": json.dumps({"include_case_ids": False})}
+    call = _tool_use(step)
+    if call is not None:
+        block = {"type": "tool_use", "id": f"toolu_{n}", "name": call[0], "input": {}}
+        delta = {"type": "input_json_delta", "partial_json": json.dumps(call[1])}
     else:
-        block, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": "Done."}
+        text = step.text if isinstance(step, Finish) else "Done."
+        block, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": text}
     return b"".join(
         [
             _sse("message_start", {"message": message}),
@@ -57,7 +93,7 @@ def _stream(tool: bool, n: int) -> bytes:
             _sse(
                 "message_delta",
                 {
-                    "delta": {"stop_reason": "tool_use" if tool else "end_turn", "stop_sequence": None},
+                    "delta": {"stop_reason": "tool_use" if call else "end_turn", "stop_sequence": None},
                     "usage": {"output_tokens": 1},
                 },
             ),
@@ -67,6 +103,10 @@ def _stream(tool: bool, n: int) -> bytes:
 
 
 class MessagesEndpoint(ScriptedEndpoint):
+    def __init__(self, script: Script = get_task_only) -> None:
+        super().__init__()
+        self.script = script
+
     def answer(self, path: str, body: dict[str, Any]) -> Reply:
         self.requests.append(body)
         if not path.startswith("/v1/messages") or "count_tokens" in path:
@@ -77,4 +117,12 @@ class MessagesEndpoint(ScriptedEndpoint):
                 "content": [{"type": "text", "text": "Done."}], "stop_reason": "end_turn",
                 "usage": {"input_tokens": 1, "output_tokens": 1},
             })  # fmt: skip
-        return reply("text/event-stream", _stream(_wants_tool(body), len(self.requests)))
+        return reply("text/event-stream", _stream(self._step(body), len(self.requests)))
+
+    def _step(self, body: dict[str, Any]) -> Step:
+        if not any(str(t.get("name", "")).startswith(PREFIX) for t in body.get("tools", [])):
+            return Finish("Done.")
+        if _heartbeat_turn(body):
+            return self.log_turn(tool_results(body), Finish("Noted."))
+        results = tool_results(body)
+        return self.log_turn(results, next_step(self.script, results))

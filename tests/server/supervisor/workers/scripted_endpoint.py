@@ -1,13 +1,18 @@
 """The HTTP part every scripted model endpoint shares: a threaded server on a free loopback port that
 keeps each request body and sends what the endpoint's `answer` returns (the protocols differ, the
-serving does not)."""
+serving does not), and the log of scripted turns: what the model received, what it answered."""
 
 from __future__ import annotations
 
 import json
+import re
 import threading
+from dataclasses import asdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, Self
+
+from tests.server.supervisor.workers.attempt_script import Step
 
 Reply = tuple[int, str, bytes]  # status, content type, body
 
@@ -23,6 +28,7 @@ class ScriptedEndpoint:
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.turns: list[dict[str, Any]] = []
         endpoint = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -51,6 +57,16 @@ class ScriptedEndpoint:
     def answer(self, path: str, body: dict[str, Any]) -> Reply:
         raise NotImplementedError
 
+    def log_turn(self, results: list[str], step: Step) -> Step:
+        """Keep one scripted turn, abridged: the last tool result received and the step answered."""
+        received = abridge(results[-1]) if results else "(the prompt)"
+        answered = {"step": type(step).__name__, **{k: abridge(str(v)) for k, v in asdict(step).items()}}
+        self.turns.append({"turn": len(self.turns) + 1, "received": received, "answered": answered})
+        return step
+
+    def save_turns(self, path: Path) -> None:
+        path.write_text(json.dumps(self.turns, indent=1), encoding="utf-8")
+
     def answer_get(self, path: str) -> Reply:
         return reply("text/plain", f"scripted endpoint: no GET {path}".encode(), status=404)
 
@@ -64,3 +80,8 @@ class ScriptedEndpoint:
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def abridge(text: str, limit: int = 240) -> str:
+    flat = re.sub(r"\s+", " ", text).strip()
+    return flat if len(flat) <= limit else f"{flat[: limit - 40]} … {flat[-35:]}"

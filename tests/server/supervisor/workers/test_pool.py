@@ -44,7 +44,9 @@ def test_every_shipped_backend_validates_and_names_its_session_id_field() -> Non
     assert set(backends) == {"claude-code", "codex", "cursor-agent", "opencode", "scripted"}
     assert backends["codex"].session_id[0].field == "thread_id"
     assert backends["opencode"].session_id[0].field == "sessionID"
-    assert "--allowedTools=mcp__amid__*" in backends["claude-code"].start
+    for command in (backends["claude-code"].start, backends["claude-code"].resume):  # the work needs files and a shell
+        [allowed] = [arg.split("=", 1)[1].split(",") for arg in command if arg.startswith("--allowedTools=")]
+        assert {"mcp__amid__*", "Read", "Write", "Edit", "Bash"} <= set(allowed)
 
 
 def test_scripted_worker_starts_calls_get_task_and_resumes_its_session_with_a_delivered_prompt(

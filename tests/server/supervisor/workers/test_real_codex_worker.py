@@ -10,12 +10,14 @@ from pathlib import Path
 import pytest
 
 from registry.loader import worker_backend
+from registry.schemas import WorkerBackend
 from server.local_client import call
 from server.supervisor.workers.pool import WorkerPool
 from server.supervisor.workers.settings import WorkerSettings
 from tests.server.conftest import Running
 from tests.server.supervisor.workers.conftest import named, wait_for
 from tests.server.supervisor.workers.responses_endpoint import ResponsesEndpoint, text_of
+from tests.server.supervisor.workers.whole_attempt import SCRIPT, assert_accepted, run_attempt
 from tests.server.test_real_clients import _binary
 
 pytestmark = [pytest.mark.slow, pytest.mark.external]
@@ -47,19 +49,23 @@ def _provider(url: str) -> list[str]:
     return [arg for key, value in settings.items() for arg in ("-c", f"{key}={value}")]
 
 
+def _backend(url: str) -> WorkerBackend:
+    """The shipped backend with the scripted provider's flags after `exec`, in the first run and the resume."""
+    real, flags = worker_backend("codex"), _provider(url)
+    return real.model_copy(
+        update={
+            "start": [*real.start[:2], *flags, *real.start[2:]],
+            "resume": [*real.resume[:2], *flags, *real.resume[2:]],
+        }
+    )
+
+
 def test_codex_worker_calls_get_task_with_its_token_and_resumes_its_session_with_a_heartbeat(
     codex: Path, running: Running
 ) -> None:
     prefix = codex.parent.parent.parent if codex.parent.name == ".bin" else None
     with ResponsesEndpoint() as endpoint:
-        real = worker_backend("codex")
-        flags = _provider(endpoint.url)  # after `exec`, in the first run and in the resume alike
-        backend = real.model_copy(
-            update={
-                "start": [*real.start[:2], *flags, *real.start[2:]],
-                "resume": [*real.resume[:2], *flags, *real.resume[2:]],
-            }
-        )
+        backend = _backend(endpoint.url)
         settings = WorkerSettings(
             restart_on_clean=False,
             agent_prefix="codex",
@@ -103,3 +109,12 @@ def test_codex_worker_calls_get_task_with_its_token_and_resumes_its_session_with
         {"query": "SELECT count(*) FROM events WHERE agent_id = 'codex-1' AND subject_id = 'get_task'"},
     )
     assert calls["rows"][0][0] >= 1, worker.log_path.read_text()[-3000:]
+
+
+def test_codex_worker_writes_trains_commits_and_submits_with_its_own_shell_and_the_attempt_is_accepted(
+    codex: Path, holdout_running: Running
+) -> None:
+    with ResponsesEndpoint(SCRIPT) as endpoint:
+        outcome = run_attempt(holdout_running, _backend(endpoint.url), endpoint, prefix="codexa", binary=codex)
+    accepted = assert_accepted(holdout_running, outcome, endpoint)
+    print(json.dumps(accepted))
