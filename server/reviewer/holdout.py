@@ -21,7 +21,7 @@ import numpy as np
 from server.errors import DataUnreadable
 from server.repo import resolve_commit
 from server.reviewer.context import ReviewContext
-from server.reviewer.holdout_gate import CONFIDENCE, MIN_CASES, GapTest, gap_test
+from server.reviewer.holdout_gate import MIN_CASES, GapTest, gap_test
 from server.reviewer.images import read_reference, read_volume
 from server.reviewer.predictions import FoldResult
 from server.reviewer.replay import ReplayCase, replay
@@ -109,6 +109,7 @@ def _compare(
         higher_is_better=primary.direction == "higher_better",
         metric_tolerance=primary.tolerance,
         seed=ctx.contract.validation.seed,
+        groups={**ctx.folds.case_groups, **{c.case_id: c.group for c in ctx.holdout_cases if c.group}},
     )
     base = {"metric": primary.name, "n_holdout_cases": len(ctx.holdout_cases), "missing_outputs": head(missing),
             "n_missing_outputs": len(missing), "replay_seconds": round(seconds, 2)}  # fmt: skip
@@ -119,10 +120,10 @@ def _compare(
 
 
 def _gate(metric: str, test: GapTest, evidence: dict[str, Any]) -> Check:
-    lo, hi = test.interval
     said = (
         f"holdout replay scores {metric} {test.holdout:.4g} against {test.validation:.4g} on validation "
-        f"(per-case means; gap {test.difference:+.4g}, {CONFIDENCE:.0%} bootstrap interval [{lo:+.3g}, {hi:+.3g}], "
+        f"(per-case means over {test.n_holdout_groups} / {test.n_validation_groups} groups; gap "
+        f"{test.difference:+.4g}, one-sided p {test.p_worse:.3g} at alpha {test.alpha:g}, "
         f"tolerance {test.tolerance:.3g})"
     )
     if test.verdict == "worse":
@@ -131,5 +132,8 @@ def _gate(metric: str, test: GapTest, evidence: dict[str, Any]) -> Check:
     if test.verdict == "better":
         return warned("HOLDOUT_GAP", f"{said}: significantly better than validation; check for holdout leakage",
                       **evidence)  # fmt: skip
+    if not test.powered:
+        return ok("HOLDOUT_GAP", f"{said}: too few groups for the gate to reject anything at alpha {test.alpha:g} "
+                  "(a larger --holdout-fraction would)", **evidence)  # fmt: skip
     return ok("HOLDOUT_GAP", f"holdout {metric} {test.holdout:.4g} is within {test.tolerance:.3g} of validation "
               f"{test.validation:.4g}", **evidence)  # fmt: skip

@@ -69,20 +69,27 @@ async def test_an_honest_model_replays_on_the_holdout_without_a_gap(holdout_serv
     assert holdout["dice"]["declared"] is None  # the agent never sees holdout labels, so never declares them
 
 
-async def test_validation_copied_from_labels_but_a_weaker_model_is_rejected_by_the_gate(
+def _gate_evidence(services: Services, review: dict[str, Any]) -> dict[str, Any]:
+    checks = services.ledger.reviews.checks(review["review_id"])
+    return next(c for c in checks if c["code"] == "HOLDOUT_GAP")
+
+
+async def test_with_two_holdout_patients_the_gate_says_it_cannot_reject_and_replay_keeps_a_copy_out(
     holdout_services: Services,
 ) -> None:
+    """The demo holds out 2 of 10 patients and a fold has 2: the 6 relabellings of 4 patients cannot
+    reach alpha 0.01, so the gate does not pretend to judge; the copied labels fail replay instead."""
     box = AgentSandbox(holdout_services.workspace, "overfitter")
     payload = box.payload(box.commit(), 1, box.write_predictions(1, marked(1)), inference_command=REPLAY)
     review = await _review(holdout_services, box, payload)
 
-    gap = failed_codes(review)["HOLDOUT_GAP"]
-    assert gap["severity"] == "error" and review["verdict"] == "rejected"  # the gate, not a mere warning
-    evidence = gap["evidence"]
-    assert evidence["validation"] > 0.99 and evidence["holdout"] < evidence["validation"] - evidence["tolerance"]
-    assert evidence["gate"] == "worse" and evidence["interval"][1] < -evidence["floor"]
-    assert evidence["metric"] == "dice" and evidence["n_holdout_cases"] == len(_holdout_ids(holdout_services))
-    assert evidence["n_holdout_scored"] == len(_holdout_ids(holdout_services))  # one score per case, not per label
+    assert review["verdict"] == "rejected" and "PRED_NOT_REPRODUCED" in failed_codes(review)
+    gate = _gate_evidence(holdout_services, review)
+    evidence = gate["evidence"]
+    assert gate["passed"] and "too few groups" in gate["message"]
+    assert evidence["validation"] > 0.99 and evidence["powered"] is False and evidence["tolerance"] is None
+    assert (evidence["n_holdout_groups"], evidence["n_validation_groups"], evidence["arrangements"]) == (2, 2, 6)
+    assert evidence["metric"] == "dice" and evidence["n_holdout_scored"] == len(_holdout_ids(holdout_services))
 
 
 def other_scan(box: AgentSandbox) -> Transform:
@@ -95,15 +102,14 @@ def other_scan(box: AgentSandbox) -> Transform:
     return transform
 
 
-async def test_other_scan_labels_with_an_honest_replay_are_rejected_by_the_gate(holdout_services: Services) -> None:
+async def test_other_scan_labels_with_an_honest_replay_are_kept_off_the_leaderboard(holdout_services: Services) -> None:
     """The crafted case of issue 10: 0.770 on validation, 0.475 on the holdout, and it was accepted."""
     box = AgentSandbox(holdout_services.workspace, "twin")
     payload = box.payload(box.commit(), 2, box.write_predictions(2, other_scan(box)), inference_command=REPLAY)
     review = await _review(holdout_services, box, payload)
 
-    gap = failed_codes(review)["HOLDOUT_GAP"]
-    assert gap["severity"] == "error" and review["verdict"] == "rejected", gap
-    assert gap["evidence"]["gate"] == "worse" and gap["evidence"]["difference"] < -gap["evidence"]["tolerance"]
+    assert review["verdict"] == "rejected" and "PRED_NOT_REPRODUCED" in failed_codes(review)
+    assert _gate_evidence(holdout_services, review)["evidence"]["p_worse"] > 0.01  # 1/6 at best with 2 + 2 patients
     board = holdout_services.ledger.reviews.leaderboard(True, None, 50)
     assert review["attempt_id"] not in {row["attempt_id"] for row in board}
 
