@@ -1,7 +1,8 @@
 """`amid connect CLIENT --agent NAME`: a worktree, a token and the client's MCP configuration.
 
-The worktree shares the run's repository, so the agent's commits land where `submit_attempt`
-looks for them. Configs reference the token through the AMID_TOKEN environment variable; the token
+The worktree is a git repository of the agent's own (a clone of the run's `main`: no other agent's
+commits, no remote); `submit_attempt` fetches the named commit from it into the server's store.
+Configs reference the token through the AMID_TOKEN environment variable; the token
 itself is written to `.amid-local/token` (git-ignored, mode 0600) inside the worktree. Issuing a
 token for an agent revokes the ones it had, so re-running `connect` leaves one live token. The
 printed command is shell-quoted (paths with spaces), keeps the user's own client login (Codex gets
@@ -18,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from server.errors import AmidError, Conflict
+from server.agent_repo import create_agent_repo
+from server.errors import AmidError
 from server.ledger.identity import check_agent_name
 from server.local_client import call
 from server.protocol import agents_md
@@ -93,17 +95,17 @@ WRITERS: dict[Client, Callable[[str, Path], tuple[Path, str, list[str]]]] = {
 
 
 def ensure_worktree(workspace: Workspace, agent_id: str) -> Path:
-    import git
-
+    """The agent's own repository (a clone of the run's `main`, on `agent/<agent>`, under the agent's
+    git identity), created on first use; a folder left by a crash mid-clone never exists (renamed in)."""
     check_agent_name(agent_id)
     worktree = workspace.worktrees_dir / agent_id
     if worktree.is_dir():
         return worktree
-    branch = f"agent/{agent_id}"
-    with git.Repo(workspace.repo_dir) as repo:
-        if branch in [head.name for head in repo.heads]:
-            raise Conflict(f"agent: branch {branch} exists without its worktree; pick another agent name")
-        repo.git.worktree("add", "-b", branch, str(worktree), "main")
+    try:
+        create_agent_repo(workspace.repo_dir, worktree, agent_id, workspace.contract().id)
+    except OSError:
+        if not worktree.is_dir():  # not another `connect` of the same agent that got there first
+            raise
     return worktree
 
 

@@ -1,10 +1,15 @@
-"""The run's git repositories, as attempts and the reviewer see them (gitpython, imported lazily).
+"""The run's git repositories, as agents, attempts and the reviewer see them (gitpython, imported lazily).
 
-`repo/` is the repository agents commit to; its worktrees share it, so an agent can move or delete
-any ref there and prune what it pointed to. At submission the commit and its history are therefore
-copied into the server's commit store (`.amid/commits.git`, a bare repository no worktree
-references) and pinned there under `refs/amid/attempts/<attempt_id>`; review, replay and audit
-read an attempt's code from the store only. The pin in `repo/` stays, for humans browsing it.
+Each agent works in a repository of its own (`worktrees/<agent>/`, a clone of the run's `main`
+with its own object store and only its own branch), so nothing another agent committed is in it.
+At submission the server fetches the named commit from the agent's repository into its commit
+store (`.amid/commits.git`, a bare repository no agent can see) and from there into `repo/`, the
+run's repository humans browse; both pin it under `refs/amid/attempts/<attempt_id>`. Review,
+replay and audit read an attempt's code from the store only.
+
+An agent's repository is untrusted: git reads it only inside bubblewrap with nothing else of the
+host mounted (where bubblewrap runs), after checks that its objects are its own (no alternates,
+no links), with `transfer.fsckObjects` on and no config, hooks or tags taken from it.
 """
 
 from __future__ import annotations

@@ -219,29 +219,42 @@ NETWORK_FOLDERS = ("/etc/ssl", "/etc/ca-certificates", "/etc/pki")
 @dataclass(frozen=True)
 class WorkerView:
     """What one managed worker sees, each at its host path (so config files and a CLI's per-folder
-    session store stay valid): its worktree, the repository's git folder (its commits land there) and
-    its own home, writable; the public task view, the shared memory and the CLI's installation,
-    read-only. `hidden` folders (private/, other worktrees, the server's files) are covered wherever a
-    bind would show them. The network is shared: the worker reaches the server's loopback port and
-    its model's API; the admin routes need the secret under the hidden .amid/."""
+    session store stay valid): its worktree (its own git repository, `.git` inside it) and its own
+    home, writable; the public task view, the shared memory and the CLI's installation, read-only;
+    `links` (target, path) recreate the symlinks the CLI is reached through (npm's `.bin` links, a
+    prefix's `bin/`). `hidden` folders (private/, other worktrees, the run's repository, the server's
+    files) are covered wherever a bind would show them. The network is shared: the worker reaches the
+    server's loopback port and its model's API; the admin routes need the secret under the hidden .amid/."""
 
     worktree: Path
-    git_dir: Path
     home: Path
     readable: tuple[Path, ...] = ()
     hidden: tuple[Path, ...] = ()
+    links: tuple[tuple[str, str], ...] = ()
 
 
 def wrap_worker(argv: list[str], view: WorkerView) -> list[str]:
     """argv of a managed worker's CLI inside bubblewrap (call `resolve_kind` first)."""
-    binds = [*_environment(), *_system(), *_network(), *_readable(view.readable)]
-    for path in (view.git_dir, view.home, view.worktree):
+    # Links first: a later bind of a folder above one covers it with the real link, which is the same.
+    links = [arg for target, path in view.links for arg in ("--symlink", target, path)]
+    binds = [*links, *_environment(), *_system(), *_network(), *_readable(view.readable)]
+    for path in (view.home, view.worktree):
         binds += ["--bind", os.path.realpath(path), os.path.realpath(path)]
     covered = [arg for path in view.hidden for dest in _seen_at(path, binds) for arg in ("--tmpfs", dest)]
     # No --new-session: the supervisor signals the worker's process group, which must include the CLI.
     isolation = ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--unshare-all", "--share-net"]
     command = [str(shutil.which("bwrap")), *isolation, "--die-with-parent", *binds, *covered]
     return [*command, "--chdir", os.path.realpath(view.worktree), "--", *argv]
+
+
+def git_reader_box(git_dir: Path) -> list[str]:
+    """argv prefix that runs git on an agent's repository with nothing else of the host mounted: the
+    system read-only and `git_dir` read-only, so a link or alternate in it that points at another
+    agent's objects or the server's files finds nothing (call only where `bwrap_problem()` is None)."""
+    real = os.path.realpath(git_dir)
+    isolation = ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--unshare-all", "--die-with-parent"]
+    binds = ["--ro-bind", "/usr", "/usr", *_system(), "--ro-bind", real, real, "--setenv", "HOME", "/tmp"]
+    return [str(shutil.which("bwrap")), *isolation, "--new-session", *binds, "--"]
 
 
 def _network() -> list[str]:

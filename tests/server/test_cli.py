@@ -88,8 +88,10 @@ def test_connect_writes_each_client_config_into_the_agents_worktree(workspace: W
     assert len(tokens) == 2 and tokens.count("live") == 1, (again.stdout, tokens)
     amid("connect", "cursor", "--agent", "cur", "-w", ws)
     assert "${env:AMID_TOKEN}" in (workspace.worktrees_dir / "cur/.cursor/mcp.json").read_text(encoding="utf-8")
+    for agent in ("ann", "cody", "cur"):  # each agent's own repository, on its own branch
+        with git.Repo(workspace.worktrees_dir / agent) as own:
+            assert own.active_branch.name == f"agent/{agent}"
     with git.Repo(workspace.repo_dir) as repo:
-        assert {"agent/ann", "agent/cody", "agent/cur"} <= {h.name for h in repo.heads}
         assert repo.git.status("--porcelain", untracked_files="all") == ""
     with git.Repo(worktree) as agent_repo:
         assert agent_repo.git.status("--porcelain", untracked_files="all") == ""

@@ -7,8 +7,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import git
 
+from server.agent_repo import import_commit
 from server.connect import ensure_worktree
-from server.repo import RUN_START_REF, detached_worktree, pin_commit, resolve_commit, store_commit, stored_commit
+from server.repo import RUN_START_REF, detached_worktree, pin_commit, resolve_commit, stored_commit
 from server.workspace import Workspace
 
 
@@ -31,7 +32,7 @@ def test_init_creates_the_store_with_the_runs_first_commit_pinned(workspace: Wor
 
 def test_a_replay_checkout_has_the_commits_files_and_no_link_back_to_the_store(workspace: Workspace) -> None:
     sha = commit_in(workspace, "ann", {"predict.py": "print('ann')\n", "run.sh": "python predict.py\n"})
-    store_commit(workspace.commit_store, workspace.repo_dir, sha)
+    import_commit(workspace.commit_store, workspace.repo_dir, workspace.worktrees_dir / "ann", sha)
     with detached_worktree(workspace.commit_store, sha) as tree:
         assert (tree / "predict.py").read_text(encoding="utf-8") == "print('ann')\n"
         assert not (tree / ".git").exists() and not (tree.parent / "index").exists()
@@ -43,8 +44,14 @@ def test_a_replay_checkout_has_the_commits_files_and_no_link_back_to_the_store(w
 def test_commits_copied_at_once_into_a_store_that_did_not_exist_all_arrive(workspace: Workspace) -> None:
     shutil.rmtree(workspace.commit_store)  # a workspace made before the store existed
     shas = [commit_in(workspace, f"agent-{i}", {"model.py": f"print({i})\n"}) for i in range(6)]
+
+    def copy(index: int) -> None:
+        import_commit(
+            workspace.commit_store, workspace.repo_dir, workspace.worktrees_dir / f"agent-{index}", shas[index]
+        )
+
     with ThreadPoolExecutor(6) as pool:
-        list(pool.map(lambda sha: store_commit(workspace.commit_store, workspace.repo_dir, sha), shas))
+        list(pool.map(copy, range(6)))
     for index, sha in enumerate(shas):
         pin_commit(workspace.commit_store, sha, f"att-{index:05d}")
     assert [stored_commit(workspace.commit_store, f"att-{i:05d}") for i in range(6)] == shas

@@ -33,6 +33,7 @@ from server.mcp_client import call, connect
 from server.protocol import INSTRUCTIONS
 from server.supervisor.workers.backend import argv, classify_exit, find_binary, write_config_files
 from server.supervisor.workers.endpoint import endpoint_for
+from server.supervisor.workers.install import cli_install
 from server.supervisor.workers.process import WorkerProcess
 from server.supervisor.workers.settings import WorkerSettings
 from server.workspace import Workspace
@@ -225,18 +226,21 @@ class WorkerPool:
         return {**passed, **fixed, **self._endpoint.env, **self.settings.model_env, **home, **token}
 
     def _view(self, worker: Worker) -> sandbox.WorkerView:
+        """Its own repository and home; the task, the memory and the CLI's installation read-only;
+        the server's files, the run's repository, other agents' repositories and homes hidden."""
         ws = self.workspace
-        others = tuple(p for p in ws.worktrees_dir.iterdir() if p.name != worker.agent_id)
-        install = [Path(self.binary).resolve().parent] + (
-            [self.settings.npm_prefix] if self.settings.npm_prefix else []
-        )
-        hidden = (ws.private_dir, ws.control_dir, ws.ledger_path, ws.sub("artifacts"), ws.sub("reviews"), *others)
+        others = [p for p in ws.worktrees_dir.iterdir() if p.name != worker.agent_id]
+        others += [p for p in ws.sub("workers").iterdir() if p.name != worker.agent_id]
+        origin = ws.contract().source
+        server = (ws.private_dir, ws.control_dir, ws.ledger_path, ws.sub("artifacts"), ws.sub("reviews"))
+        hidden = (*server, ws.repo_dir, ws.commit_store, *([Path(origin.origin)] if origin else []), *others)
+        install = cli_install(self.binary, os.environ.get("PATH", os.defpath))
         return sandbox.WorkerView(
             worktree=worker.worktree,
-            git_dir=ws.repo_dir / ".git",
             home=worker.home,
-            readable=(ws.task_dir, ws.memory_dir, *install),
+            readable=(ws.task_dir, ws.memory_dir, *install.folders),
             hidden=hidden,
+            links=install.links,
         )
 
     def _interrupt(self, worker: Worker) -> None:
