@@ -1,9 +1,16 @@
-"""The content-addressed store of submitted evidence: `artifacts/<sha256>`, read-only.
+"""The store of submitted evidence, owned per attempt: `artifacts/frozen/<folder>/<sha256>`, read-only.
 
 `collect` turns an agent's declared path into the files it names, each confined to the agent's
 worktree (symlinks resolved, no `..`, nothing under `private/` or `.git/`, regular readable files
 only); `freeze` copies a file into the store while hashing the very bytes it copies, so the stored
 hash always matches the stored bytes even if the agent keeps writing to its own copy.
+
+Ownership: each submission freezes into a folder of its own (`new_folder`), and the attempt
+recorded from it is the only one whose ledger rows point there. Byte-identical files of two
+attempts are two copies, so deleting or rewriting one attempt's copy (an agent removing "its"
+checkpoint, an unconfined replay writing through its checkpoint link) can change that attempt's
+evidence only, never another's. Rows written before this layout name `artifacts/<sha256>`, a file
+that attempts of that time may share; they are still read where they point.
 
 Durability: `freeze` and `write_manifest` fsync the file and then its folder (after the rename)
 before they return, and both return before the ledger transaction that acknowledges the attempt
@@ -21,7 +28,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import tempfile
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePath
@@ -34,6 +43,7 @@ from server.workspace import Workspace
 CHUNK = 1 << 20
 MAX_FILES = 20000
 FORBIDDEN_PARTS = frozenset({"private", ".git"})
+FROZEN_DIR = "frozen"
 
 
 @dataclass(frozen=True)
@@ -112,32 +122,39 @@ class ArtifactStore:
         self.workspace = workspace
         self.root = workspace.sub("artifacts")
 
-    def freeze(self, source: Path, progress: Callable[[int], None] | None = None) -> FrozenFile:
-        """Copy `source` into `artifacts/<sha256>` (read-only), hashing the bytes as they are copied."""
-        digest, size = hashlib.sha256(), 0
-        handle, tmp_name = tempfile.mkstemp(prefix=".incoming-", dir=self.root)
+    def new_folder(self) -> Path:
+        """A fresh folder for one submission's files; only the attempt recorded from it points there."""
+        parent = self.root / FROZEN_DIR
+        if not parent.is_dir():  # workspaces made before per-attempt folders
+            parent.mkdir(exist_ok=True)
+            fsync_dir(self.root)
+        folder = parent / uuid.uuid4().hex
+        folder.mkdir()
+        fsync_dir(parent)
+        return folder
+
+    def discard(self, folder: Path) -> None:
+        """Remove a submission's folder that no attempt points to (a refused or repeated submission)."""
+        if folder.parent == self.root / FROZEN_DIR:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def freeze(self, source: Path, folder: Path, progress: Callable[[int], None] | None = None) -> FrozenFile:
+        """Copy `source` into `folder/<sha256>` (read-only), hashing the bytes as they are copied."""
+        handle, tmp_name = tempfile.mkstemp(prefix=".incoming-", dir=folder)
         try:
             with os.fdopen(handle, "wb") as out, source.open("rb") as src:
-                while chunk := src.read(CHUNK):
-                    digest.update(chunk)
-                    out.write(chunk)
-                    size += len(chunk)
-                    if progress:
-                        progress(len(chunk))
-                out.flush()
-                os.fsync(out.fileno())
-            sha256 = digest.hexdigest()
-            target = self.root / sha256
-            if target.exists():
+                sha256, size = _copy_hashing(src, out, progress)
+            target = folder / sha256
+            if target.exists():  # the same bytes twice in one submission: one owner, one copy
                 os.unlink(tmp_name)
             else:
                 os.chmod(tmp_name, 0o444)
                 os.replace(tmp_name, target)
-                fsync_dir(self.root)
+                fsync_dir(folder)
         except BaseException:
             Path(tmp_name).unlink(missing_ok=True)
             raise
-        return FrozenFile(sha256, size, f"artifacts/{sha256}")
+        return FrozenFile(sha256, size, target.relative_to(self.workspace.root).as_posix())
 
     def write_manifest(self, attempt_id: str, manifest: dict[str, Any]) -> str:
         folder = self.root / "manifests"
@@ -161,6 +178,19 @@ def fsync_dir(folder: Path) -> None:
         os.fsync(handle)
     finally:
         os.close(handle)
+
+
+def _copy_hashing(src: Any, out: Any, progress: Callable[[int], None] | None) -> tuple[str, int]:
+    digest, size = hashlib.sha256(), 0
+    while chunk := src.read(CHUNK):
+        digest.update(chunk)
+        out.write(chunk)
+        size += len(chunk)
+        if progress:
+            progress(len(chunk))
+    out.flush()
+    os.fsync(out.fileno())
+    return digest.hexdigest(), size
 
 
 def sha256_of(path: Path) -> str:

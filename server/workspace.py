@@ -107,7 +107,7 @@ WORKSPACE_FOLDERS = (
     "memory/notes",
     "memory/skills",
     "memory/lanes",
-    "artifacts",
+    "artifacts/frozen",
     "jobs",
     "reviews",
     "exports",

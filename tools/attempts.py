@@ -1,26 +1,26 @@
 """submit_attempt and withdraw_attempt: record an attempt bound to a commit, with its evidence frozen.
 
 Every declared path is confined to the caller's worktree and every file is copied, read-only and
-content-addressed, into `artifacts/` before the attempt is recorded; the commit and its history are
-copied into the server's commit store (no worktree can erase them there). The ledger rows (attempt,
-artifacts, declared scores), the commit's pins and the attempt's manifest are written in one
-transaction. A reused idempotency key returns the first attempt only if the content is the same.
+named by its hash, into a folder of `artifacts/` that this attempt alone owns, before it is
+recorded; the commit and its history are copied into the server's commit store (no worktree can
+erase them there). The ledger rows (attempt, artifacts, declared scores), the commit's pins and
+the attempt's manifest are written in one transaction. A reused idempotency key returns the
+first attempt only if the content is the same.
 """
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from server.agent_repo import agent_commit, import_commit
 from server.artifacts import ArtifactStore, DeclaredFile, FrozenFile, collect
 from server.context import ToolContext
 from server.errors import NotFound, invalid
 from server.ledger.attempts import ArtifactRow, NewAttempt
-from server.paths import agent_worktree
-from server.repo import pin_commit
+from server.repo import pin_commit, resolve_commit, store_commit
 from server.toolkit import WORKERS, Progress, ToolResult, ToolSpec
 
 
@@ -77,17 +77,33 @@ def submit_attempt(
 ) -> SubmitAttemptResult:
     """Record an attempt (commit, folds, declared scores, artifact paths); its files are frozen now.
     Returns attempt_id with status pending; then call request_review."""
-    agent, ws = ctx.caller.agent_id, ctx.workspace
+    ws = ctx.workspace
     _check_request(ctx, request)
-    worktree = agent_worktree(ws, ctx.caller.agent_id)
-    sha = agent_commit(worktree, request.commit)
+    sha = resolve_commit(ws.repo_dir, request.commit)
     if sha is None:
         raise NotFound(
-            f"commit: {request.commit!r} is not a commit of your repository {worktree}; commit first", field="commit"
+            f"commit: {request.commit!r} is not a commit of the run's repository; commit first", field="commit"
         )
     declared = _declared(ctx, request.artifacts)
-    frozen = _freeze(ctx, declared, progress)
-    import_commit(ws.commit_store, ws.repo_dir, agent_worktree(ws, agent), sha)  # before the transaction
+    store = ArtifactStore(ws)
+    folder = store.new_folder()  # this submission's own copies: no other attempt points there
+    try:
+        attempt_id, created = _record(ctx, request, sha, declared, store, folder, progress)
+    except Exception:
+        store.discard(folder)
+        raise
+    if not created:  # a repeated key: the first attempt's own copies stand
+        store.discard(folder)
+    return _result(ctx, attempt_id, _warnings(ctx, request) if created else [])
+
+
+def _record(
+    ctx: ToolContext, request: SubmitAttemptInput, sha: str, declared: Declared, store: ArtifactStore,
+    folder: Path, progress: Progress | None,
+) -> tuple[str, bool]:  # fmt: skip
+    ws, agent = ctx.workspace, ctx.caller.agent_id
+    frozen = _freeze(store, folder, declared, progress)
+    store_commit(ws.commit_store, ws.repo_dir, sha)  # before the transaction: its pins are quick
     rows = [
         ArtifactRow(role, f.declared_path, z.sha256, z.size_bytes, z.frozen_path, fold, f.member)
         for (role, fold, f), z in zip(declared, frozen, strict=True)
@@ -98,15 +114,13 @@ def submit_attempt(
         inference_command=request.inference_command, idempotency_key=request.idempotency_key,
         summary=request.summary, claims=request.claims_improvement, artifacts=rows, declared=request.declared_scores,
     )  # fmt: skip
-    store = ArtifactStore(ctx.workspace)
 
     def finish(attempt_id: str) -> str:
         pin_commit(ws.commit_store, sha, attempt_id)
         pin_commit(ws.repo_dir, sha, attempt_id)
         return store.write_manifest(attempt_id, _manifest(attempt_id, new))
 
-    attempt_id, created = ctx.ledger.attempts.create(new, on_created=finish)
-    return _result(ctx, attempt_id, _warnings(ctx, request) if created else [])
+    return ctx.ledger.attempts.create(new, on_created=finish)
 
 
 def _check_request(ctx: ToolContext, request: SubmitAttemptInput) -> None:
@@ -168,8 +182,7 @@ def _declared(ctx: ToolContext, paths: ArtifactPaths) -> Declared:
     return found
 
 
-def _freeze(ctx: ToolContext, declared: Declared, progress: Progress | None) -> list[FrozenFile]:
-    store = ArtifactStore(ctx.workspace)
+def _freeze(store: ArtifactStore, folder: Path, declared: Declared, progress: Progress | None) -> list[FrozenFile]:
     total = float(sum(f.source.stat().st_size for _, _, f in declared)) or 1.0
     done = 0
 
@@ -179,14 +192,15 @@ def _freeze(ctx: ToolContext, declared: Declared, progress: Progress | None) -> 
         if progress and total > 64e6:
             progress(done, total, "hashing and freezing artifacts")
 
-    return [store.freeze(f.source, step) for _, _, f in declared]
+    return [store.freeze(f.source, folder, step) for _, _, f in declared]
 
 
 def _manifest(attempt_id: str, new: NewAttempt) -> dict[str, object]:
     return {
         "attempt_id": attempt_id, "agent_id": new.agent_id, "commit": new.commit_sha, "folds": new.folds,
         "files": [{"role": a.role, "fold": a.fold, "member": a.member, "declared_path": a.declared_path,
-                   "sha256": a.sha256, "size_bytes": a.size_bytes} for a in new.artifacts],
+                   "sha256": a.sha256, "size_bytes": a.size_bytes, "frozen_path": a.frozen_path}
+                  for a in new.artifacts],
     }  # fmt: skip
 
 

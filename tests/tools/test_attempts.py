@@ -73,6 +73,33 @@ async def test_paths_escaping_the_worktree_are_refused_and_nothing_is_recorded(
     assert set(os.listdir(services.workspace.sub("artifacts"))) == frozen_before  # paths are checked before copying
 
 
+def _frozen_folders(services: Services) -> set[str]:
+    return {p.name for p in (services.workspace.sub("artifacts") / "frozen").iterdir()}
+
+
+def _owned_folders(services: Services, attempt_id: str) -> set[str]:
+    return {Path(r["frozen_path"]).parent.name for r in services.ledger.attempts.artifacts(attempt_id)}
+
+
+async def test_identical_files_of_two_attempts_are_two_copies_each_in_its_attempts_own_folder(
+    services: Services,
+) -> None:
+    first, second = AgentSandbox(services.workspace, "twin-a"), AgentSandbox(services.workspace, "twin-b")
+    payloads = [box.payload(box.commit(), 0, box.write_predictions(0, marked(7))) for box in (first, second)]
+    async with client_for(services, "twin-a") as a, client_for(services, "twin-b") as b:
+        ids = [
+            (await call(client, "submit_attempt", p))["attempt_id"] for client, p in zip((a, b), payloads, strict=True)
+        ]
+    rows = [{r["sha256"]: r["frozen_path"] for r in services.ledger.attempts.artifacts(i)} for i in ids]
+    shared = set(rows[0]) & set(rows[1])
+    assert shared  # the same predictions, byte for byte
+    assert all(rows[0][sha] != rows[1][sha] for sha in shared)
+    assert len(_owned_folders(services, ids[0])) == len(_owned_folders(services, ids[1])) == 1
+    assert _owned_folders(services, ids[0]) != _owned_folders(services, ids[1])
+    manifest = json.loads((services.workspace.root / f"artifacts/manifests/{ids[1]}.json").read_text(encoding="utf-8"))
+    assert {f["frozen_path"] for f in manifest["files"]} == set(rows[1].values())
+
+
 def _symlink(box: AgentSandbox, rel: str, target: Path) -> str:
     box.path(rel).symlink_to(target)
     return rel
@@ -111,6 +138,7 @@ async def test_idempotency_key_returns_the_first_attempt(services: Services) -> 
         first = await call(client, "submit_attempt", payload)
         again = await call(client, "submit_attempt", payload)
     assert again["attempt_id"] == first["attempt_id"] and _counts(services)[0] == 1
+    assert _frozen_folders(services) == _owned_folders(services, first["attempt_id"])  # the retry's copy is gone
 
 
 async def test_a_reused_idempotency_key_with_other_content_is_a_conflict_naming_the_key(services: Services) -> None:
@@ -130,6 +158,7 @@ async def test_a_reused_idempotency_key_with_other_content_is_a_conflict_naming_
     assert "different declared_scores;" in scores
     assert "different commit;" in commit and "different artifacts;" in files
     assert _counts(services)[0] == 1
+    assert _frozen_folders(services) == _owned_folders(services, first["attempt_id"])  # refused: nothing kept
 
 
 async def test_withdraw_is_for_the_owner_and_not_for_accepted_attempts(services: Services) -> None:

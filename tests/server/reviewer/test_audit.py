@@ -119,3 +119,37 @@ async def test_request_review_keeps_a_verdict_whose_evidence_stands_and_redoes_o
     assert queued["review_id"] != first["review_id"] and review["verdict"] == "rejected"
     assert "ARTIFACT_MISSING" in {c["code"] for c in review["failed_checks"]}
     assert repeat["review_id"] == queued["review_id"]  # unchanged since that verdict: no third review
+
+
+async def test_identical_checkpoints_are_owned_per_attempt_so_one_agent_cannot_revoke_another(
+    review_services: Services,
+) -> None:
+    """Five agents submit byte-identical checkpoints ({"mark": 61}); each then acts on its own copy.
+    With one shared `artifacts/<sha256>` the deleter's `rm` revoked every other attempt."""
+    ledger, ws = review_services.ledger, review_services.workspace
+    names = ("keeper", "deleter", "tamperer", "cleaner")
+    reviews = {name: await accepted(review_services, f"own-{name}", fold, 61) for fold, name in enumerate(names)}
+    ids = {name: str(r["attempt_id"]) for name, r in reviews.items()}
+    box = AgentSandbox(ws, "own-withdrawer")
+    async with client_for(review_services, "own-withdrawer") as client:
+        pending = await call(client, "submit_attempt", box.model_payload(box.commit(), 0, seed=61))
+        await call(client, "withdraw_attempt", {"attempt_id": pending["attempt_id"]})
+    copies = {name: frozen(review_services, i, "checkpoint") for name, i in {**ids, "w": pending["attempt_id"]}.items()}
+    assert len({p.read_bytes() for p in copies.values()}) == 1 and len(set(copies.values())) == 5
+
+    copies["w"].unlink()  # a withdrawn attempt's files: its agent's to delete
+    copies["deleter"].unlink()
+    rewrite(copies["tamperer"])
+    cleaner_worktree = ws.worktrees_dir / "own-cleaner" / "outputs/model-61.json"
+    cleaner_worktree.unlink()  # its worktree copy: the frozen one is the evidence
+    report = audit(ledger, ws)
+
+    by_id = {a.attempt_id: a for a in report.attempts}
+    assert by_id[ids["deleter"]].failed == ["ARTIFACT_MISSING"] and by_id[ids["deleter"]].revoked
+    assert by_id[ids["tamperer"]].failed == ["ARTIFACT_CHANGED"] and by_id[ids["tamperer"]].revoked
+    for name in ("keeper", "cleaner"):
+        assert (by_id[ids[name]].failed, by_id[ids[name]].revoked) == ([], False), name
+        assert ledger.attempts.get(ids[name])["status"] == "accepted"
+    async with client_for(review_services, "own-keeper") as client:
+        same = await call(client, "request_review", {"attempt_id": ids["keeper"]})
+    assert (same["review_id"], same["status"]) == (reviews["keeper"]["review_id"], "done")  # its verdict stands
