@@ -100,6 +100,10 @@ def init(
         f"workspace {ws.root}: task {contract.id} ({contract.task_type}, {contract.modality}), "
         f"{len(folds.case_groups)} training cases in {folds.k} locked folds"
     )
+    from server.reviewer.holdout_power import init_warning
+
+    if warning := init_warning(ws):
+        click.echo(f"amid: warning: {warning}", err=True)
     rule = contract.source.metadata.get("primary_metric_rule")
     click.echo(f"primary metric: {contract.primary_metric} ({contract.primary.direction}{'; ' + rule if rule else ''})")
     if contract.grader is not None:
