@@ -140,7 +140,7 @@ def main() -> None:
         "task": "demo-liver-lesion-ct (64x64x20, 4 validation cases per fold, Dice + HD95 per label)",
         "submitters": args.submitters,
         "review_workers": args.workers,
-        "replay_cases_per_fold": Settings.model_fields["replay_cases_per_fold"].default,
+        "replayed_cases": "every validation case with a frozen prediction, then again on perturbed copies",
         "modes": modes,
         "load_average_1m_at_end": round(os.getloadavg()[0], 2),  # other processes on the machine
     }

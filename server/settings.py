@@ -36,9 +36,6 @@ class Settings(BaseModel):
     replay_timeout_s: float = Field(
         default=600.0, gt=0, description="limit for one replay of an attempt's inference command (seconds)"
     )
-    replay_cases_per_fold: int = Field(
-        default=2, ge=1, description="validation cases per declared fold replayed to check PRED_NOT_REPRODUCED"
-    )
     replay_sandbox: Literal["bwrap", "none", "auto"] = Field(
         default="bwrap",
         description="replay isolation: bwrap (required: no bubblewrap, no replay), none (unconfined, said in the "

@@ -1,18 +1,16 @@
 """PRED_NOT_REPRODUCED on benchmark folds (laid out like submissions).
 
 The replay machinery is the built-in one (server/reviewer/replay.py: frozen commit, frozen
-checkpoint, sandbox, the input files of the sampled cases under their own names); what differs is
-the output contract: the command writes a submission for the cases it was given into
+checkpoint, sandbox, the input files of every validation case with a frozen prediction, under their
+own names); what differs is the output contract: the command writes a submission for the cases it was given into
 {output_dir} — `submission.csv` plus the files it names, as in the fold's frozen predictions — and
-each sampled case's replayed file (or row) is compared with its frozen one
+each validation case's replayed file (or row) is compared with its frozen one
 (server/reviewer/submission_files.py: label agreement, value agreement, equal parsed JSON, equal
 table values).
 """
 
 from __future__ import annotations
 
-import random
-import secrets
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -26,13 +24,11 @@ CODE = "PRED_NOT_REPRODUCED"
 
 
 def graded_reproduction_check(ctx: ReviewContext) -> Check:
-    seed = secrets.randbits(32)
-    rng = random.Random(seed)
     compared: list[dict[str, Any]] = []
     last: ReplayRun | None = None
     for fold in ctx.job.folds:
         frozen = _frozen(ctx, fold)
-        sample = sorted(rng.sample(sorted(frozen), min(ctx.job.replay_cases_per_fold, len(frozen))))
+        sample = sorted(frozen)  # every case that counts, not a sample
         if not sample:
             continue
         ctx.progress(0.72, f"validation replay, fold {fold}")
@@ -42,11 +38,11 @@ def graded_reproduction_check(ctx: ReviewContext) -> Check:
         with replay(ctx, cases, "validation", fold=fold) as run:
             last = run
             if not run.succeeded:
-                return replay_failed(ctx, run, sample, seed)
+                return replay_failed(ctx, run, sample)
             compared += [_compare(ctx, fold, case, frozen[case], run.outputs) for case in sample]
     if last is None:
-        return unverifiable(CODE, "no frozen prediction of a validation case to compare a replay with", seed=seed)
-    return replay_verdict(compared, seed, last)
+        return unverifiable(CODE, "no frozen prediction of a validation case to compare a replay with")
+    return replay_verdict(compared, last)
 
 
 def _frozen(ctx: ReviewContext, fold: int) -> dict[str, Any]:

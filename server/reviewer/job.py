@@ -59,7 +59,6 @@ class ReviewJob(BaseModel):
     baselines: list[BaselineValue]
     earlier: list[EarlierPrediction]
     replay_timeout_s: float
-    replay_cases_per_fold: int = 2
     replay_sandbox: SandboxSetting = "auto"
     grader_timeout_s: float
     python: str
@@ -88,7 +87,6 @@ def build_job(ledger: Ledger, workspace: Workspace, settings: Settings, review_i
             for row in ledger.attempts.earlier_predictions(attempt["attempt_id"], attempt["agent_id"], folds)
         ],
         replay_timeout_s=settings.replay_timeout_s,
-        replay_cases_per_fold=settings.replay_cases_per_fold,
         replay_sandbox=settings.replay_sandbox,
         grader_timeout_s=settings.grader_timeout_s,
         python=sys.executable,

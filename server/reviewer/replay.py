@@ -11,6 +11,11 @@ or a folder if a folder was declared), {code_dir} (the checkout, also the workin
 (the replayed case ids, comma-separated: benchmark file names need not start with the id) and
 {python} (the server's interpreter). It runs as a bounded subprocess with `replay_timeout_s`.
 
+What the command wrote is vetted before anything reads it (server/reviewer/outputs.py): every entry
+of the output folder must be a regular file with one name, opened without following links, and is
+copied into a folder the replay cannot reach; `ReplayRun.outputs` is that copy. A link (to a label,
+say), a hard link, a fifo or a device is a failed replay whose evidence names the file.
+
 Lines of its stdout/stderr that name the workspace (task labels, private/, worktrees) or show a
 refused network call are findings: the sandbox made the access fail, and ILLEGAL_DATA_ACCESS
 reports it with the line.
@@ -36,6 +41,7 @@ from typing import Any
 from server.repo import detached_worktree
 from server.reviewer.bounded import Outcome, run_bounded
 from server.reviewer.context import ReviewContext
+from server.reviewer.outputs import vet_outputs
 from server.reviewer.report import Check, fired, head, ok
 from server.sandbox import Mounts, SandboxKind, SandboxUnavailable, placeholders, replay_env, resolve_kind, wrap
 
@@ -62,18 +68,30 @@ class ReplayRun:
     outputs: Path
     sandbox: SandboxKind | None
     findings: list[dict[str, Any]] = field(default_factory=list)
+    unsafe_outputs: list[dict[str, str]] = field(default_factory=list)  # entries that are not plain files
+
+    @property
+    def exited_cleanly(self) -> bool:
+        return not self.outcome.timed_out and self.outcome.returncode == 0
 
     @property
     def succeeded(self) -> bool:
-        return not self.outcome.timed_out and self.outcome.returncode == 0
+        return self.exited_cleanly and not self.unsafe_outputs
 
     def failure(self, timeout_s: float) -> str:
-        return f"timed out after {timeout_s:.0f} s" if self.outcome.timed_out else f"exit {self.outcome.returncode}"
+        if self.outcome.timed_out:
+            return f"timed out after {timeout_s:.0f} s"
+        if self.outcome.returncode != 0:
+            return f"exit {self.outcome.returncode}"
+        first = self.unsafe_outputs[0]
+        return (f"{len(self.unsafe_outputs)} outputs are not regular files of the output folder "
+                f"(first: {first['file']}, {first['kind']})")  # fmt: skip
 
     def evidence(self) -> dict[str, Any]:
         return {"argv": self.argv, "exit_code": self.outcome.returncode, "timed_out": self.outcome.timed_out,
                 "stderr_tail": self.outcome.stderr_tail[-STDERR_EVIDENCE:], "sandbox": self.sandbox,
-                "replay_seconds": round(self.outcome.seconds, 2)}  # fmt: skip
+                "replay_seconds": round(self.outcome.seconds, 2), "unsafe_outputs": head(self.unsafe_outputs),
+                "n_unsafe_outputs": len(self.unsafe_outputs)}  # fmt: skip
 
 
 def fill(argv: list[str], values: dict[str, str]) -> list[str]:
@@ -109,7 +127,9 @@ def _run(ctx: ReviewContext, cases: list[ReplayCase], purpose: str, fold: int, t
     argv = fill(ctx.job.inference_command or [], values)
     command, cwd = wrap(kind, argv, mounts)
     outcome = run_bounded(command, cwd, ctx.job.replay_timeout_s, replay_env(tmp / "home", kind))
-    return ReplayRun(purpose, argv, outcome, mounts.outputs, kind, _findings(ctx, purpose, outcome))
+    vetted = tmp / "vetted"  # the replay never sees this folder: what scorers read cannot change
+    unsafe = vet_outputs(mounts.outputs, vetted)
+    return ReplayRun(purpose, argv, outcome, vetted, kind, _findings(ctx, purpose, outcome), unsafe)
 
 
 def _mounts(ctx: ReviewContext, cases: list[ReplayCase], tree: Path, tmp: Path) -> Mounts:
@@ -149,22 +169,27 @@ def _findings(ctx: ReviewContext, purpose: str, outcome: Outcome) -> list[dict[s
     return found
 
 
-def replay_failed(ctx: ReviewContext, run: ReplayRun, cases: list[str], seed: int) -> Check:
-    """PRED_NOT_REPRODUCED for a validation replay that failed or timed out."""
+def replay_failed(ctx: ReviewContext, run: ReplayRun, cases: list[str], code: str = CODE) -> Check:
+    """`code` (PRED_NOT_REPRODUCED) for a replay that failed, timed out or wrote what is not a plain file."""
     why = run.failure(ctx.job.replay_timeout_s)
-    return fired(CODE, f"the inference command failed on the validation replay ({why}): "
-                 f"{run.outcome.stderr_tail.strip()[-200:]}", cases=cases, seed=seed, **run.evidence())  # fmt: skip
+    tail = "" if run.exited_cleanly else run.outcome.stderr_tail.strip()[-200:]
+    message = f"the inference command failed on the {run.purpose} replay ({why})" + (f": {tail}" if tail else "")
+    return fired(code, message, cases=head(cases), n_cases=len(cases), **run.evidence())
 
 
-def replay_verdict(compared: list[dict[str, Any]], seed: int, run: ReplayRun) -> Check:
-    """PRED_NOT_REPRODUCED from per-case comparisons ({fold, case_id, agreement, threshold, …})."""
-    evidence = {"cases": head(compared), "n_cases": len(compared), "seed": seed, "sandbox": run.sandbox,
-                "argv": run.argv, "replay_seconds": round(run.outcome.seconds, 2)}  # fmt: skip
+def replay_verdict(compared: list[dict[str, Any]], run: ReplayRun, code: str = CODE, what: str = "replayed") -> Check:
+    """`code` (PRED_NOT_REPRODUCED) from per-case comparisons ({fold, case_id, agreement, threshold,
+    labels?, worst_label?, …}): every case must reach its threshold."""
     differing = [c for c in compared if c["agreement"] < c["threshold"]]
+    evidence = {"cases": head(sorted(compared, key=lambda c: c["agreement"])), "n_cases": len(compared),
+                "n_differing": len(differing), "sandbox": run.sandbox, "argv": run.argv,
+                "replay_seconds": round(run.outcome.seconds, 2)}  # fmt: skip
     if differing:
-        first = differing[0]
-        return fired(CODE, f"{len(differing)} of {len(compared)} replayed cases differ from the frozen predictions "
-                     f"(first: fold {first['fold']} {first['case_id']}, agreement {first['agreement']:.3f} "
-                     f"< {first['threshold']})", n_differing=len(differing), **evidence)  # fmt: skip
+        first = min(differing, key=lambda c: c["agreement"])
+        label = f" label {first['worst_label']}" if "worst_label" in first else ""
+        return fired(code, f"{len(differing)} of {len(compared)} {what} cases differ from the frozen predictions "
+                     f"(worst: fold {first['fold']} {first['case_id']}{label}, agreement {first['agreement']:.3f} "
+                     f"< {first['threshold']})", **evidence)  # fmt: skip
     low = min(c["agreement"] for c in compared)
-    return ok(CODE, f"the replay reproduces all {len(compared)} sampled cases (lowest agreement {low:.4f})", **evidence)
+    return ok(code, f"the {what} outputs reproduce all {len(compared)} validation cases, every label "
+              f"(lowest agreement {low:.4f})", **evidence)  # fmt: skip

@@ -29,6 +29,7 @@ from server.reviewer.predictions import FoldResult, baseline_name, review_fold
 from server.reviewer.report import CODES, BaselineValue, ReviewReport, VerifiedMetric, unverifiable, verdict_of
 from server.reviewer.reproduce import reproduction_check
 from server.reviewer.scoring import mean_value, plan_metrics
+from server.reviewer.stability import stability_check
 from server.reviewer.submission import submission_check
 from server.reviewer.tabular import review_table_fold
 from server.reviewer.task_grader import scores_folds
@@ -64,7 +65,9 @@ def review(job: ReviewJob, ctx: ReviewContext | None = None) -> ReviewReport:
     checks += [direction_check(ctx, plan, results), duplicate_check(ctx, results), submission]
     checks.append(trivial_check(ctx, plan, results, [*job.baselines, *new_baselines]))
     holdout, holdout_metrics = holdout_check(ctx, plan, results)
-    checks += [holdout, reproduction_check(ctx), access_check(ctx)]  # access last: it reports the replays' reaches
+    reproduced = reproduction_check(ctx)
+    checks += [holdout, reproduced, stability_check(ctx, reproduced)]
+    checks.append(access_check(ctx))  # last: it reports what the replays reached for
     checks.sort(key=lambda c: CODES.index(c.code))
     return ReviewReport(
         review_id=job.review_id,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from server.reviewer.agreement import label_agreement, value_agreement, values_agree
+from server.reviewer.agreement import label_agreement, label_agreements, value_agreement, values_agree
 
 
 def test_agreement_is_one_for_identical_maps_and_drops_with_swapped_labels() -> None:
@@ -22,3 +22,18 @@ def test_continuous_images_agree_within_tolerance_and_tables_by_value() -> None:
     assert value_agreement(frozen + 0.01, frozen) == 1.0 and value_agreement(frozen + 5.0, frozen) < 0.01
     assert values_agree("0.50001", "0.5") and not values_agree("0.6", "0.5") and not values_agree(None, "0.5")
     assert values_agree("benign", "benign") and not values_agree("nan", "nan")
+
+
+def test_a_small_label_edited_inside_a_big_agreeing_one_fails_per_label_but_not_pooled() -> None:
+    """Issue 21's lesion-only edit: pooled agreement 0.99+, the lesion alone far below."""
+    frozen = np.zeros((40, 40, 10), np.uint8)
+    frozen[2:38, 2:38] = 1
+    frozen[10:13, 10:13, 4:6] = 2  # 18 voxels of lesion
+    replayed = frozen.copy()
+    replayed[10:13, 10:13, 4:6] = 1
+    replayed[20:23, 20:23, 4:6] = 2  # the lesion somewhere else, same size
+    assert label_agreement(replayed, frozen) > 0.99  # what the pooled figure let through
+    per_label = label_agreements(replayed, frozen)
+    assert per_label[1] > 0.99 and per_label[2] == 0.0
+    assert label_agreements(frozen, frozen) == {1: 1.0, 2: 1.0} and label_agreements(frozen * 0, frozen * 0) == {}
+    assert label_agreements(frozen[:3], frozen) == {1: 0.0, 2: 0.0}  # another shape agrees on nothing
