@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from server.errors import Conflict
 from server.ledger import Ledger
 from server.ledger.packages import Packages
@@ -35,6 +37,7 @@ from server.package.layout import (
     package_path,
     tree_files,
 )
+from server.package.signing import fingerprint, run_key, sign_package
 from server.repo import detached_worktree, stored_commit
 from server.workspace import Workspace
 
@@ -51,6 +54,7 @@ class BuiltPackage:
     n_files: int
     size_bytes: int
     built: bool  # False: the package already there was kept
+    key_fingerprint: str  # the run key that signed it (sha256 of the raw Ed25519 public key)
 
 
 def build(
@@ -59,18 +63,20 @@ def build(
     """Build (or keep) the package of `attempt_id`; NotFound / Conflict when it cannot be final."""
     with _building:
         evidence = gather(ledger, attempt_id)
+        key = run_key(workspace.control_dir)
         target = workspace.sub(PACKAGE_DIR)
-        if not force and (kept := _keep_existing(ledger, target, attempt_id, replace_other)):
+        if not force and (kept := _keep_existing(ledger, target, attempt_id, replace_other, key)):
             return kept
         staging = Path(tempfile.mkdtemp(prefix=".package-", dir=workspace.root))
         try:
             digest, n_files, size = _write(evidence, workspace, staging, by)
+            signer = sign_package(staging, key)
             _swap(staging, target)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
         Packages(ledger.db).record(attempt_id, PACKAGE_DIR, digest, (n_files, size), by)
-        return BuiltPackage(PACKAGE_DIR, attempt_id, digest, n_files, size, built=True)
+        return BuiltPackage(PACKAGE_DIR, attempt_id, digest, n_files, size, built=True, key_fingerprint=signer)
 
 
 def read_manifest(package_dir: Path) -> dict[str, Any] | None:
@@ -84,8 +90,11 @@ def read_manifest(package_dir: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def _keep_existing(ledger: Ledger, target: Path, attempt_id: str, replace_other: bool) -> BuiltPackage | None:
-    """The package already in place, if it is this attempt's and intact; None: build a new one."""
+def _keep_existing(
+    ledger: Ledger, target: Path, attempt_id: str, replace_other: bool, key: Ed25519PrivateKey
+) -> BuiltPackage | None:
+    """The package already in place, if it is this attempt's and intact; None: build a new one. One
+    not signed by the run key (built before packages were signed) is signed where it lies."""
     if not target.is_dir() or not any(target.iterdir()):
         return None
     manifest = read_manifest(target)
@@ -105,8 +114,16 @@ def _keep_existing(ledger: Ledger, target: Path, attempt_id: str, replace_other:
             "run `amid verify-package package -w WS`, or rebuild it with --force",
             field="attempt_id",
         )
+    from server.package.attestation import TrustedKey, signature_check  # it imports verify, which imports this
+
+    public = key.public_key()
+    trusted = TrustedKey(fingerprint(public), "the run key", public)
+    if signature_check(target, trusted).statement is None:
+        sign_package(target, key)
     files = manifest.get("files", [])
-    return BuiltPackage(PACKAGE_DIR, attempt_id, digest, len(files), sum(f["size_bytes"] for f in files), built=False)
+    size = sum(f["size_bytes"] for f in files)
+    return BuiltPackage(PACKAGE_DIR, attempt_id, digest, len(files), size, built=False,
+                        key_fingerprint=fingerprint(public))  # fmt: skip
 
 
 def _damaged(target: Path, manifest: dict[str, Any]) -> list[str]:

@@ -11,6 +11,10 @@ import click
 
 from server.cli_options import workspace_option
 
+# Not 0: a script that trusts exit 0 must not pass a package anyone could have re-signed; not 1
+# (a check failed) nor 2 (click's usage error).
+UNAUTHENTICATED = 3
+
 
 @click.command("finalize")
 @workspace_option
@@ -21,6 +25,7 @@ def finalize_command(workspace: Path, attempt_id: str | None, force: bool, as_js
     """Record the final attempt (accepted, real, holdout-gated, on a promoted or challenger lane;
     default: the supervisor's choice, else the best verified primary metric) and build package/."""
     from server.local_client import call
+    from server.package.signing import PUBLIC_FILE
     from server.workspace import Workspace
 
     ws = Workspace.open(workspace)
@@ -33,26 +38,48 @@ def finalize_command(workspace: Path, attempt_id: str | None, force: bool, as_js
                f"{', replaced the earlier choice' if result['replaced'] else ''}); package {verb}: "
                f"{ws.root / result['path']}")  # fmt: skip
     click.echo(f"{result['n_files']} files, {result['size_bytes']} bytes, manifest sha256 {result['manifest_sha256']}")
+    key = result["key_fingerprint"]
+    click.echo(f"signed with the run's Ed25519 key {key} (public key: {ws.control_dir / PUBLIC_FILE}); keep this "
+               f"fingerprint to check the package anywhere: amid verify-package PKG --public-key {key}")  # fmt: skip
 
 
 @click.command("verify-package")
 @click.argument("package_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
 @click.option("--workspace", "-w", type=click.Path(path_type=Path), default=None,
               help="the run's workspace: also check the ledger's record, the code, re-score, re-grade")  # fmt: skip
+@click.option("--public-key", "public_key", default=None, metavar="FILE|FINGERPRINT",
+              help="the run's public key (PEM file) or the fingerprint amid finalize printed [with -w: the "
+              "workspace's key]")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="print the checks as JSON")
-def verify_package_command(package_dir: Path, workspace: Path | None, as_json: bool) -> None:
-    """Re-hash every file of a package against its manifest and, with -w, against the ledger; re-score
-    the predictions and re-run the task's grader on the submission. Exit 1 naming what failed."""
+def verify_package_command(package_dir: Path, workspace: Path | None, public_key: str | None, as_json: bool) -> None:
+    """Re-hash every file of a package against its manifest and its signed statement, check the
+    signature with a trusted key and, with -w, against the ledger; re-score the predictions and re-run
+    the task's grader. Exit 0: all passed and the signer is the trusted key; 1: a check failed (named);
+    3: intact, but no trusted key was given, so who signed it is unknown (integrity only)."""
     from server.package.verify import verify_package
 
+    trusted = _trusted(public_key)
     ws, record = _workspace_and_record(workspace)
-    report = verify_package(package_dir, ws, record)
+    report = verify_package(package_dir, ws, record, trusted)
     if as_json:
         click.echo(json.dumps({**report.model_dump(), "passed": report.passed}, indent=1))
     else:
         _print(report)
     if not report.passed:
         sys.exit(1)
+    if not report.authenticated:
+        sys.exit(UNAUTHENTICATED)
+
+
+def _trusted(public_key: str | None) -> Any:
+    if public_key is None:
+        return None
+    from server.package.attestation import trusted_key
+
+    try:
+        return trusted_key(public_key)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--public-key") from None
 
 
 def _workspace_and_record(workspace: Path | None) -> tuple[Any, Any]:
@@ -73,5 +100,8 @@ def _print(report: Any) -> None:
     if failed:
         named = sorted({f for c in failed for f in c.files})
         click.echo(f"package {report.package}: FAILED ({', '.join(c.name for c in failed)}); files: {', '.join(named)}")
+    elif report.authenticated:
+        click.echo(f"package {report.package} of {report.attempt_id}: all checks passed, signed by the trusted key")
     else:
-        click.echo(f"package {report.package} of {report.attempt_id}: all checks passed")
+        click.echo(f"package {report.package} of {report.attempt_id}: intact, but NOT authenticated: no trusted key "
+                   "(pass --public-key FILE|FINGERPRINT or -w WORKSPACE); exit 3")  # fmt: skip

@@ -1,6 +1,7 @@
 """Where each file lives in a package, and the hashes of a package's tree.
 
 manifest.json     every other file with sha256 and size (manifest.sha256: the hash of manifest.json)
+attestation.intoto.json, signing-key.pub   the run key's signature of manifest.json and every file
 code/             the attempt's commit, checked out from the server's commit store
 weights/          the checkpoint under its declared name ({checkpoint} of the inference command)
 predictions/      fold-<k>/<file>: validation predictions as frozen
@@ -20,7 +21,9 @@ from server.artifacts import sha256_of
 
 MANIFEST = "manifest.json"
 MANIFEST_HASH = "manifest.sha256"
-UNLISTED = frozenset({MANIFEST, MANIFEST_HASH})  # the only files the manifest does not list
+ATTESTATION = "attestation.intoto.json"  # the signed statement (server/package/signing.py)
+PACKAGE_KEY = "signing-key.pub"  # the signer's public key, as the package claims it
+UNLISTED = frozenset({MANIFEST, MANIFEST_HASH, ATTESTATION, PACKAGE_KEY})  # the only files the manifest does not list
 
 
 def package_path(artifact: dict[str, Any]) -> str:

@@ -1,11 +1,13 @@
 """`amid verify-package`: is this the package the server built, and do its numbers hold?
 
 Without a workspace: every file re-hashed against manifest.json (missing, extra and changed files
-named), manifest.json against manifest.sha256, and the manifest's own consistency (artifact
-hashes, scores, review). With the workspace (`-w`) also what an editor of files AND hashes cannot
-fake: manifest.json against the sha256 the ledger recorded for the build, the ledger's artifact
-hashes, verified scores and commit, code/ against the commit in the server's commit store, the
-predictions re-scored with the reviewer's own code, and the task's grader on the submission.
+named), manifest.json against manifest.sha256, the manifest's own consistency (artifact hashes,
+scores, review), and the run key's signature over manifest.json and every file (attestation.py):
+authenticated with `--public-key` or the workspace's key, otherwise integrity only (`authenticated`
+False). With the workspace (`-w`) also what needs the run itself: manifest.json against the sha256
+the ledger recorded for the build, the ledger's artifact hashes, verified scores and commit, code/
+against the commit in the server's commit store, the predictions re-scored with the reviewer's own
+code, and the task's grader on the submission.
 """
 
 from __future__ import annotations
@@ -14,11 +16,14 @@ import json
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
 from server.package.builder import read_manifest
+
+if TYPE_CHECKING:
+    from server.package.attestation import TrustedKey
 from server.package.layout import MANIFEST, MANIFEST_HASH, UNLISTED, entry, manifest_digest, tree_files
 from server.workspace import Workspace
 
@@ -36,6 +41,7 @@ class VerifyReport(BaseModel):
     package: str
     attempt_id: str | None
     checks: list[PackageCheck]
+    authenticated: bool = Field(default=False, description="the signature verified with a key the verifier trusts")
 
     @property
     def passed(self) -> bool:
@@ -55,9 +61,13 @@ def skipped(name: str, detail: str) -> PackageCheck:
 
 
 def verify_package(
-    package_dir: Path, workspace: Workspace | None, ledger_record: Callable[[str], dict[str, Any]] | None = None
+    package_dir: Path,
+    workspace: Workspace | None,
+    ledger_record: Callable[[str], dict[str, Any]] | None = None,
+    trusted: TrustedKey | None = None,
 ) -> VerifyReport:
-    """Every check; `ledger_record(attempt_id)` reads the ledger's record (through the server when it runs)."""
+    """Every check; `ledger_record(attempt_id)` reads the ledger's record (through the server when it
+    runs); `trusted` is the key to authenticate the signature with (default: the workspace's)."""
     manifest = read_manifest(package_dir)
     if manifest is None:
         check = failed("manifest", f"{MANIFEST} is missing or not a JSON object in {package_dir}", [MANIFEST])
@@ -67,6 +77,8 @@ def verify_package(
         files_check(package_dir, manifest),
         consistency_check(package_dir, manifest),
     ]
+    signature, authenticated = _signature_checks(package_dir, workspace, trusted)
+    checks += signature
     if workspace is None:
         why = "needs -w WORKSPACE (the ledger, the labels and the private answers)"
         checks += [skipped(name, why) for name in ("ledger", "code", "re-score", "grader")]
@@ -75,7 +87,27 @@ def verify_package(
 
         record = ledger_record(str(manifest.get("attempt_id"))) if ledger_record else {}
         checks += workspace_checks.run(package_dir, manifest, workspace, record)
-    return VerifyReport(package=str(package_dir), attempt_id=manifest.get("attempt_id"), checks=checks)
+    return VerifyReport(
+        package=str(package_dir), attempt_id=manifest.get("attempt_id"), checks=checks, authenticated=authenticated
+    )
+
+
+def _signature_checks(
+    package_dir: Path, workspace: Workspace | None, trusted: TrustedKey | None
+) -> tuple[list[PackageCheck], bool]:
+    from server.package.attestation import signature_check, statement_check, workspace_key
+
+    if trusted is None and workspace is not None:
+        trusted = workspace_key(workspace.control_dir)
+        if trusted is None:
+            why = f"the workspace has no package key ({workspace.control_dir.name}/package-signing.pub); rebuild the "
+            return [
+                failed("signature", why + "package with `amid finalize --force`", ["attestation.intoto.json"])
+            ], False
+    result = signature_check(package_dir, trusted)
+    if result.statement is None:
+        return [result.check, skipped("signed files", "needs a signature that verifies")], False
+    return [result.check, statement_check(package_dir, result.statement)], result.authenticated
 
 
 def manifest_hash_check(package_dir: Path) -> PackageCheck:

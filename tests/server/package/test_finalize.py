@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -52,6 +53,12 @@ def manifest_sha(workspace: Workspace) -> str:
 
 def leftovers(workspace: Workspace) -> list[str]:
     return sorted(p.name for p in workspace.root.iterdir() if p.name.startswith(".package-"))
+
+
+def verified(workspace: Workspace) -> int:
+    """verify-package's exit code, with the run's public key as the trusted key."""
+    key = workspace.control_dir / "package-signing.pub"
+    return amid("verify-package", str(workspace.sub("package")), "--public-key", str(key)).exit_code
 
 
 def test_the_builder_refuses_an_unknown_attempt(run_copy: Workspace, ledger: Ledger) -> None:
@@ -108,7 +115,7 @@ def test_a_build_that_fails_leaves_the_old_package_whole(run_copy: Workspace, le
         finalize(ledger, run_copy, other["attempt_id"], force=True)
     assert manifest_sha(run_copy) == before and leftovers(run_copy) == []
     assert final_attempt(ledger) != other["attempt_id"]
-    assert amid("verify-package", str(run_copy.sub("package"))).exit_code == 0
+    assert verified(run_copy) == 0
 
 
 def test_force_replaces_the_final_choice_and_the_package(run_copy: Workspace, ledger: Ledger) -> None:
@@ -124,7 +131,7 @@ def test_force_replaces_the_final_choice_and_the_package(run_copy: Workspace, le
     replaced = ledger.activity.events(kind="final_choice_replaced")
     assert len(replaced) == 1 and first in replaced[0]["payload"]
     assert leftovers(run_copy) == []
-    assert amid("verify-package", str(run_copy.sub("package"))).exit_code == 0
+    assert verified(run_copy) == 0
 
 
 def test_finalize_without_a_supervisor_choice_records_it_through_choose_final(
@@ -162,8 +169,12 @@ def test_finalize_and_verify_go_through_the_running_server(run_copy: Workspace) 
         stop_server(process)
     assert kept.returncode == 0, kept.stderr
     assert "package kept (already built)" in kept.stdout
+    printed = re.search(r"signed with the run's Ed25519 key (sha256:[0-9a-f]{64})", kept.stdout)
+    assert printed is not None, kept.stdout
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "all checks passed" in checked.stdout
+    assert "all checks passed, signed by the trusted key" in checked.stdout
+    offline = amid("verify-package", str(run_copy.sub("package")), "--public-key", printed.group(1))
+    assert offline.exit_code == 0, offline.output
 
 
 def test_finalize_names_the_problem_when_nothing_can_be_final(run_copy: Workspace, ledger: Ledger) -> None:
@@ -182,4 +193,4 @@ def test_a_missing_review_file_is_packaged_from_the_ledger_and_marked(run_copy: 
     review = json.loads((run_copy.sub("package") / "review.json").read_text(encoding="utf-8"))
     assert review["source"].startswith("ledger:") and review["verdict"] == "accepted"
     assert any(c["code"] == "HOLDOUT_GAP" for c in review["checks"])
-    assert amid("verify-package", str(run_copy.sub("package"))).exit_code == 0
+    assert verified(run_copy) == 0

@@ -92,9 +92,13 @@ def test_read_package_summary_gives_the_report_what_it_shows(demo_run: DemoRun, 
 def test_verify_package_passes_on_the_built_package_with_the_workspace(run_copy: Workspace) -> None:
     result = amid("verify-package", str(run_copy.root / "package"), "-w", str(run_copy.root))
     assert result.exit_code == 0, result.output
-    for name in ("manifest hash", "files", "manifest consistency", "ledger", "code", "re-score", "grader"):
+    names = ("manifest hash", "files", "manifest consistency", "signature", "signed files", "ledger", "code",
+             "re-score", "grader")  # fmt: skip
+    for name in names:
         assert any(line.startswith(name) and " passed " in line for line in result.output.splitlines()), name
-    assert "all checks passed" in result.output
+    assert "all checks passed, signed by the trusted key" in result.output
+    signature = next(line for line in result.output.splitlines() if line.startswith("signature"))
+    assert "the workspace (" in signature
 
 
 @pytest.mark.parametrize("prefix", ["code/", "weights/", "predictions/", "submission/submission.csv", "review.json"])
@@ -147,7 +151,9 @@ def test_an_edit_with_updated_hashes_is_caught_by_the_ledger_and_the_re_score(ru
     rel = first(package, "predictions/")
     rehash_after_editing(package, rel)
     alone = amid("verify-package", str(package))
-    assert alone.exit_code == 0, alone.output  # hashes alone cannot tell: that is what -w is for
+    assert alone.exit_code == 1, alone.output  # the signed statement still names the old hashes
+    signed_files = next(line for line in alone.output.splitlines() if line.startswith("signed files"))
+    assert "failed" in signed_files and rel in signed_files and "manifest.json" in signed_files
     result = amid("verify-package", str(package), "-w", str(run_copy.root))
     assert result.exit_code == 1
     lines = result.output.splitlines()
