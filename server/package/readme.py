@@ -57,12 +57,15 @@ def render(ev: PackageEvidence, scores: dict[str, Any], checkpoint_name: str | N
         "",
         "```bash",
         "amid verify-package package -w WORKSPACE   # WORKSPACE: the run's workspace",
+        "amid verify-package package --public-key sha256:…   # away from it: the fingerprint amid finalize printed",
         "```",
         "",
-        "It re-hashes every file against `manifest.json` (and the manifest against the ledger's record of this "
-        "build), re-scores `predictions/` against the validation labels with the reviewer's own scoring code and "
-        "compares with `scores.json`, and re-runs the task's grader on `submission/`. Without `-w` only the hashes "
-        "are checked.",
+        "It checks the run key's signature (`attestation.intoto.json`) and every file against `manifest.json` and "
+        "the signed statement (and the manifest against the ledger's record of this build), re-scores "
+        "`predictions/` against the validation labels with the reviewer's own scoring code and compares with "
+        "`scores.json`, and re-runs the task's grader on `submission/`. Without `-w` only the signature and the "
+        "hashes are checked; without a trusted key (`-w` or `--public-key`) the signature is checked with "
+        "`signing-key.pub`, the key this package carries, which anyone could have replaced: exit 3, integrity only.",
         "",
         "## Contents",
         "",
