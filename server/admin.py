@@ -28,6 +28,7 @@ def status(ledger: Ledger, services: Services | None = None) -> dict[str, Any]:
         "stage": activity.get_state("stage"),
         "started_at": activity.get_state("started_at"),
         "contract_hash": activity.get_state("contract_hash"),
+        "task_origin": activity.get_state("task_origin"),  # where it was imported from: never in task/
         "agents": [
             {k: _jsonable(v) for k, v in row.items()}
             for row in ledger.db.fetchall("SELECT agent_id, role FROM agents ORDER BY agent_id")

@@ -57,7 +57,7 @@ def make_demo_task(directory: Path, seed: int) -> None:
 @main.command()
 @click.argument("task", type=click.Path(path_type=Path, exists=True))
 @workspace_option
-@click.option("--link", is_flag=True, help="symlink the public data instead of copying it")
+@click.option("--link", is_flag=True, help="hard-link the public data instead of copying it (never symlinks)")
 @click.option(
     "--data-dir",
     type=click.Path(path_type=Path, exists=True, file_okay=False),
@@ -209,6 +209,7 @@ def status(workspace: Path, as_json: bool) -> None:
         click.echo(json.dumps(result, indent=2))
         return
     click.echo(f"task {result['task_id']}  stage {result['stage']}  started {result['started_at']}")
+    click.echo(f"  imported  {', '.join(f'{k} {v}' for k, v in (result.get('task_origin') or {}).items()) or '-'}")
     for key in ("agents", "attempts", "lanes", "jobs"):
         value = result[key]
         shown = ", ".join(a["agent_id"] + "/" + a["role"] for a in value) if key == "agents" else value

@@ -76,15 +76,24 @@ def split_holdout(task_dir: Path, private_dir: Path, contract: TaskContract, cas
 
 
 def _refuse_links(task_dir: Path) -> None:
-    """Held-out files move and public tables are rewritten: never through a link into the user's data."""
+    """Held-out files move and public tables are rewritten: never through a symbolic link into the
+    user's data. (`--link` makes hard links: a move renames the workspace's name only, and
+    `_replace_text` writes a new file instead of into the shared one.)"""
     for folder, dirs, files in os.walk(task_dir):
         linked = [name for name in (*dirs, *files) if (Path(folder) / name).is_symlink()]
         if linked:
             raise InvalidInput(
-                f"validation.holdout_fraction: {Path(folder) / linked[0]} is a link into your data (--link); a "
-                "server-held holdout moves files out of task/, so copy the data (drop --link) or set the fraction to 0",
+                f"validation.holdout_fraction: {Path(folder) / linked[0]} is a symbolic link into your data; a "
+                "server-held holdout moves files out of task/, so copy the data or set the fraction to 0",
                 field="validation.holdout_fraction",
             )
+
+
+def _replace_text(path: Path, text: str) -> None:
+    """Write `text` as a new file in `path`'s place: a hard link to the user's data keeps its bytes."""
+    tmp = path.with_name(f".{path.name}.scrubbed")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def choose_groups(cases: list[Case], fraction: float, seed: int) -> set[str]:
@@ -179,7 +188,7 @@ def _scrub_table(path: Path, held: HeldNames, group_key: str | None) -> str | No
     removed = [row for row in body if gone(row)]
     if not removed:
         return None
-    path.write_text(_csv_text([header, *(r for r in body if not gone(r))], delimiter), encoding="utf-8")
+    _replace_text(path, _csv_text([header, *(r for r in body if not gone(r))], delimiter))
     return _csv_text([header, *removed], delimiter)
 
 
@@ -200,7 +209,7 @@ def _scrub_json(path: Path, held: HeldNames) -> str | None:
     kept, removed = _prune(data, held)
     if removed is None:
         return None
-    path.write_text(json.dumps(kept, indent=1) + "\n", encoding="utf-8")
+    _replace_text(path, json.dumps(kept, indent=1) + "\n")
     return json.dumps(removed, indent=1) + "\n"
 
 

@@ -72,6 +72,19 @@ class Workspace:
         return self.root / name
 
     @property
+    def source_file(self) -> Path:
+        """Where the task was imported from: server-only, since those folders hold what task/ leaves out."""
+        return self.control_dir / "source.json"
+
+    def origin(self) -> dict[str, str]:
+        """The import's folders by role ("task", "data"); a workspace made before they left the
+        contract reads its contract's `source.origin`."""
+        if self.source_file.is_file():
+            return dict(json.loads(self.source_file.read_text(encoding="utf-8")).get("origin") or {})
+        legacy = self.contract().source.origin
+        return {"task": legacy} if legacy else {}
+
+    @property
     def grader_env_file(self) -> Path:
         return self.control_dir / "grader.json"
 
@@ -149,6 +162,7 @@ def _populate(ws: Workspace, imported: ImportedTask, link_data: bool) -> None:
         (ws.root / folder).mkdir(parents=True, exist_ok=True)
     _copy_all(imported.public_copies, ws.task_dir, link_data)
     _copy_all(imported.private_copies, ws.private_dir, link_data=False)
+    _record_origin(ws, imported)
     contract = imported.contract
     cases = discover_cases(ws.task_dir, contract.layout, "train")
     if not cases:
@@ -163,11 +177,12 @@ def _populate(ws: Workspace, imported: ImportedTask, link_data: bool) -> None:
     (ws.task_dir / "folds.json").write_text(folds.model_dump_json(indent=1), encoding="utf-8")
     (ws.task_dir / "description.md").write_text(imported.description or contract.description, encoding="utf-8")
     digest = write_contract(contract, ws.task_dir / "contract.yaml")
+    check_public_view(ws, imported.origin)
     _seed_skills(ws)
     _init_repo(ws, contract)
     ledger = Ledger(ws.ledger_path)
     try:
-        _record_run(ledger, contract, digest, len(cases))
+        _record_run(ledger, contract, digest, len(cases), imported.origin)
     finally:
         ledger.close()
 
@@ -182,18 +197,54 @@ def _record_grader_env(ws: Workspace, python: Path | None) -> None:
     ws.grader_env_file.write_text(json.dumps({"python": str(resolved)}), encoding="utf-8")
 
 
+def _record_origin(ws: Workspace, imported: ImportedTask) -> None:
+    fields = {"format": imported.contract.source.format, "origin": imported.origin}
+    ws.source_file.write_text(json.dumps(fields, indent=1), encoding="utf-8")
+
+
 def _copy_all(copies: list[tuple[Path, str]], into: Path, link_data: bool) -> None:
+    """Copy each source under `into`; `link_data`: hard links instead, where the file system allows.
+
+    Never symbolic links: a link's target is the import folder's path, readable by every agent
+    (and that folder holds what task/ leaves out: holdout labels, answers)."""
+    copy = _link_or_copy if link_data else shutil.copy2
     for source, rel in copies:
         if not source.exists():
             raise InvalidInput(f"layout: {source.name} is declared but missing at {source}")
         dest = (into / rel).resolve()
         dest.parent.mkdir(parents=True, exist_ok=True)
-        if link_data:
-            dest.symlink_to(source, target_is_directory=source.is_dir())
-        elif source.is_dir():
-            shutil.copytree(source, dest, dirs_exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, dest, dirs_exist_ok=True, copy_function=copy)
         else:
-            shutil.copy2(source, dest)
+            copy(source, dest)
+
+
+def _link_or_copy(source: str | Path, dest: str | Path) -> None:
+    try:
+        os.link(source, dest)  # follows a symlinked source: the link is to the data, not to a name
+    except OSError:  # another file system, or one without hard links
+        shutil.copy2(source, dest)
+
+
+def check_public_view(ws: Workspace, origin: dict[str, str]) -> None:
+    """Refuse a public view that leads outside itself: a symlink, or a text file of task/ naming an
+    import folder or private/ (what an agent reads must not say where the labels are)."""
+    secrets = [*origin.values(), str(ws.private_dir)]
+    for path in sorted(ws.task_dir.rglob("*")):
+        if path.is_symlink():
+            raise InvalidInput(f"task: {path.relative_to(ws.root)} is a link; the public view holds files only")
+        if path.suffix in PUBLIC_TEXT and path.is_file():
+            text = path.read_text(encoding="utf-8", errors="replace")
+            named = next((s for s in secrets if s and s in text), None)
+            if named is not None:
+                raise InvalidInput(
+                    f"task: {path.relative_to(ws.root)} names {named}, a folder agents must not be shown; "
+                    "remove the path from the task's files (description, tables) and import again",
+                    field="TASK",
+                )
+
+
+PUBLIC_TEXT = frozenset({".yaml", ".yml", ".md", ".txt", ".json", ".csv", ".tsv"})
 
 
 def _seed_skills(ws: Workspace) -> None:
@@ -226,7 +277,7 @@ def _init_repo(ws: Workspace, contract: TaskContract) -> None:
     init_commit_store(ws.commit_store, ws.repo_dir)
 
 
-def _record_run(ledger: Ledger, contract: TaskContract, digest: str, n_cases: int) -> None:
+def _record_run(ledger: Ledger, contract: TaskContract, digest: str, n_cases: int, origin: dict[str, str]) -> None:
     state = {
         "contract_hash": digest,
         "task_id": contract.id,
@@ -235,6 +286,7 @@ def _record_run(ledger: Ledger, contract: TaskContract, digest: str, n_cases: in
         "stage": "exploration",
         "started_at": utcnow().isoformat(),
         "n_train_cases": n_cases,
+        "task_origin": origin,  # for `amid status`: the ledger is the server's, not the agents'
     }
     for key, value in state.items():
         ledger.activity.set_state(key, value)

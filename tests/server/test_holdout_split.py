@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -79,13 +80,23 @@ def test_a_fraction_outside_zero_to_half_is_refused_naming_the_option(demo_chall
         with_holdout_fraction(imported.contract, -0.1)
 
 
-def test_linked_data_cannot_have_a_holdout(demo_challenge: Path, tmp_path: Path) -> None:
-    imported = import_task(demo_challenge)
+def test_hard_linked_data_can_have_a_holdout_and_the_users_files_keep_their_bytes(
+    demo_challenge: Path, tmp_path: Path
+) -> None:
+    source = tmp_path / "challenge"
+    shutil.copytree(demo_challenge, source)  # --link shares inodes: a copy of the session's task
+    before = {p: p.read_bytes() for p in source.rglob("*") if p.is_file()}
+    imported = import_task(source)
     imported.contract = with_holdout_fraction(imported.contract, 0.2)
-    with pytest.raises(InvalidInput, match=r"holdout_fraction.*--link"):
-        init_workspace(imported, tmp_path / "ws", link_data=True)
-    assert not (tmp_path / "ws").exists()
-    assert len(list((demo_challenge / "public/train/images").glob("*.nii.gz"))) == 20  # the user's data untouched
+    ws = init_workspace(imported, tmp_path / "ws", link_data=True)
+
+    assert len(held_out(ws)) == 4
+    assert {p: p.read_bytes() for p in source.rglob("*") if p.is_file()} == before  # scrubbed in task/ only
+    image = next((ws.task_dir / "public/train/images").glob("*.nii.gz"))
+    assert image.stat().st_ino == (source / "public/train/images" / image.name).stat().st_ino  # linked, not copied
+    assert not [p for p in ws.task_dir.rglob("*") if p.is_symlink()]
+    patients = (ws.task_dir / "public/train/patients.csv").read_text(encoding="utf-8")
+    assert patients != (source / "public/train/patients.csv").read_text(encoding="utf-8")
 
 
 def test_scrubbing_drops_rows_items_and_keys_but_not_bare_numbers(tmp_path: Path) -> None:

@@ -193,8 +193,14 @@ class GraderRef(_Frozen):
 
 
 class SourceRef(_Frozen):
+    """What kind of source the task came from. Where it came from is not here: the import folder
+    holds what the public view leaves out (holdout labels, answers), so it is kept beside the
+    server's files (`Workspace.origin`), never in the contract every agent reads."""
+
     format: Literal["native", "rex_mle", "mle_bench", "nnunet", "msd"]
-    origin: str = Field(description="where it was imported from, as given by the user")
+    origin: str | None = Field(
+        default=None, description="unset: only contracts written before the origin moved out of them carry it"
+    )
     metadata: dict[str, Any] = Field(
         default_factory=dict, description="the source's own descriptive fields, kept as they are (free text)"
     )
@@ -238,8 +244,17 @@ class TaskContract(_Frozen):
 
 def contract_hash(contract: TaskContract) -> str:
     """sha256 of the canonical JSON form: stable across YAML formatting."""
-    canonical = json.dumps(contract.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    canonical = json.dumps(contract_data(contract), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def contract_data(contract: TaskContract) -> dict[str, Any]:
+    """The contract as written and hashed. An unset `source.origin` is left out, so a new contract
+    names no import folder, and an old one (origin set) keeps the hash it was recorded with."""
+    data = contract.model_dump(mode="json")
+    if data["source"].get("origin") is None:
+        data["source"].pop("origin", None)
+    return data
 
 
 def parse_contract(data: object, *, source_file: str) -> TaskContract:
@@ -259,7 +274,7 @@ def describe_validation_error(exc: ValidationError) -> str:
 
 
 def write_contract(contract: TaskContract, path: Path) -> str:
-    path.write_text(yaml.safe_dump(contract.model_dump(mode="json"), sort_keys=False), encoding="utf-8")
+    path.write_text(yaml.safe_dump(contract_data(contract), sort_keys=False), encoding="utf-8")
     return contract_hash(contract)
 
 

@@ -32,6 +32,9 @@ class ImportedTask:
     public_copies: list[tuple[Path, str]] = field(default_factory=list)  # source → path under task/
     private_copies: list[tuple[Path, str]] = field(default_factory=list)  # source → path under private/
     description: str = ""
+    # Where it came from ("task": the file or folder given, "data": a benchmark's data folder). These
+    # hold what the public view leaves out, so `amid init` keeps them beside the server's files only.
+    origin: dict[str, str] = field(default_factory=dict)
 
 
 def import_task(source: Path, data_dir: Path | None = None, primary_metric: str | None = None) -> ImportedTask:
@@ -89,12 +92,15 @@ def import_native(path: Path) -> ImportedTask:
     if not isinstance(data, dict):
         raise InvalidInput(f"{path.name}: expected a mapping at the top level, got {type(data).__name__}")
     private_dir = data.pop("private", None)
-    data.setdefault("source", {"format": "native", "origin": str(path)})
+    source = data.get("source") if isinstance(data.get("source"), dict) else None
+    declared = source.pop("origin", None) if source is not None else None  # a path: not for the public contract
+    data.setdefault("source", {"format": "native"})
     contract = parse_contract(data, source_file=path.name)
     root = path.parent
     copies = [(root / rel, rel) for rel in _layout_paths(contract)]
     private = [(root / private_dir, ".")] if private_dir else []
-    return ImportedTask(contract, copies, private, contract.description)
+    origin = {"task": str(path), **({"declared": str(declared)} if declared else {})}
+    return ImportedTask(contract, copies, private, contract.description, origin)
 
 
 def _layout_paths(contract: TaskContract) -> list[str]:
@@ -175,13 +181,14 @@ def import_rex_mle(folder: Path) -> ImportedTask:
             "sample_submission": sample,
         },
         "grader": _grader(grader, folder),
-        "source": {"format": "rex_mle", "origin": str(folder)},
+        "source": {"format": "rex_mle"},
     }
     contract = parse_contract(data, source_file="config.yaml")
     private = [(folder / "private", ".")] if (folder / "private").is_dir() else []
     if contract.grader:
         private.append((folder / Path(contract.grader.file).name, contract.grader.file))
-    return ImportedTask(contract, [(folder / "public", "public")], private, contract.description)
+    public = [(folder / "public", "public")]
+    return ImportedTask(contract, public, private, contract.description, {"task": str(folder)})
 
 
 def _description(folder: Path, config: dict[str, Any]) -> str:
@@ -247,11 +254,11 @@ def import_nnunet(folder: Path) -> ImportedTask:
         "primary_metric": "dice",
         "prediction": {"file_type": "nifti" if ".nii" in ending else "png", "label_values": sorted(label_values)},
         "submission": {"columns": ["case_id", "prediction_path"], "file_column": "prediction_path"},
-        "source": {"format": "nnunet", "origin": str(folder)},
+        "source": {"format": "nnunet"},
     }
     contract = parse_contract(data, source_file="dataset.json")
     copies = [(folder / rel, rel) for rel in ("imagesTr", "labelsTr", "imagesTs") if (folder / rel).is_dir()]
-    return ImportedTask(contract, copies, [], contract.description)
+    return ImportedTask(contract, copies, [], contract.description, {"task": str(folder)})
 
 
 def import_msd(folder: Path, spec: dict[str, Any]) -> ImportedTask:
@@ -296,11 +303,11 @@ def import_msd(folder: Path, spec: dict[str, Any]) -> ImportedTask:
         "primary_metric": "dice",
         "prediction": {"file_type": "nifti", "label_values": sorted(int(k) for k in labels)},
         "submission": {"columns": ["case_id", "prediction_path"], "file_column": "prediction_path"},
-        "source": {"format": "msd", "origin": str(folder), "metadata": {"reference": str(spec.get("reference", ""))}},
+        "source": {"format": "msd", "metadata": {"reference": str(spec.get("reference", ""))}},
     }
     contract = parse_contract(data, source_file="dataset.json")
     copies = [(folder / rel, rel) for rel in ("imagesTr", "labelsTr", "imagesTs") if (folder / rel).is_dir()]
-    return ImportedTask(contract, copies, [], contract.description)
+    return ImportedTask(contract, copies, [], contract.description, {"task": str(folder)})
 
 
 def _msd_case(path: str, folder: str) -> str:

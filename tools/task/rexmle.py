@@ -103,7 +103,7 @@ def _build(
     sample_header, _ = read_rows(sample)
     file_column = _file_column(sample)
     grader = _grader_entry(folder, config, private_src, answers, answers_dir)
-    metadata = {str(k): v for k, v in (config.get("metadata") or {}).items() if isinstance(v, (str, int, float))}
+    metadata = public_metadata(config.get("metadata"), (folder, public_src.parent.parent, private_src))
     data = {
         "id": re.sub(r"[^a-z0-9._-]+", "-", task_id.lower()),
         "title": str(config.get("name") or task_id),
@@ -131,13 +131,25 @@ def _build(
         },
         "source": {
             "format": "mle_bench" if grader["module"].startswith("mlebench.") else "rex_mle",
-            "origin": str(folder),
             "metadata": {**metadata, "competition_type": competition, "primary_metric_rule": why},
         },
     }
     contract: TaskContract = parse_contract(data, source_file="config.yaml")
     private = [(private_src, "answers"), (folder, "grader")]
-    return ImportedTask(contract, [(public_src, public)], private, contract.description)
+    origin = {"task": str(folder), "data": str(public_src.parent.parent)}
+    return ImportedTask(contract, [(public_src, public)], private, contract.description, origin)
+
+
+def public_metadata(metadata: Any, origins: tuple[Path, ...]) -> dict[str, Any]:
+    """config.yaml's descriptive `metadata` for the public contract: scalars only, and none that names
+    a path on this host (an absolute path, or one inside the folders the task came from)."""
+    kept: dict[str, Any] = {}
+    for key, value in (metadata or {}).items() if isinstance(metadata, dict) else ():
+        if isinstance(value, str) and (PurePosixPath(value).is_absolute() or any(str(o) in value for o in origins)):
+            continue
+        if isinstance(value, (str, int, float)):
+            kept[str(key)] = value
+    return kept
 
 
 def _grader_entry(

@@ -231,9 +231,8 @@ class WorkerPool:
         ws = self.workspace
         others = [p for p in ws.worktrees_dir.iterdir() if p.name != worker.agent_id]
         others += [p for p in ws.sub("workers").iterdir() if p.name != worker.agent_id]
-        origin = ws.contract().source
         server = (ws.private_dir, ws.control_dir, ws.ledger_path, ws.sub("artifacts"), ws.sub("reviews"))
-        hidden = (*server, ws.repo_dir, ws.commit_store, *([Path(origin.origin)] if origin else []), *others)
+        hidden = (*server, ws.repo_dir, ws.commit_store, *(Path(p) for p in ws.origin().values()), *others)
         install = cli_install(self.binary, os.environ.get("PATH", os.defpath))
         return sandbox.WorkerView(
             worktree=worker.worktree,

@@ -9,7 +9,7 @@ import yaml
 
 from server.errors import InvalidInput
 from tests.factories import make_native_task, make_nnunet_dataset, native_task_dict
-from tools.task.contract import contract_hash
+from tools.task.contract import SourceRef, contract_hash, load_contract, write_contract
 from tools.task.importers import import_task
 
 
@@ -87,9 +87,30 @@ def test_native_task_yaml_imports_and_hash_is_stable(tmp_path: Path) -> None:
     second = import_task(make_native_task(tmp_path / "b")).contract
     assert first.task_type == "segmentation" and first.validation.k_folds == 3
     assert contract_hash(first) != ""
-    # origin differs (a vs b), so the hash differs; the same file twice hashes the same
-    assert contract_hash(first) == contract_hash(import_task(tmp_path / "a" / "task.yaml").contract)
-    assert contract_hash(first) != contract_hash(second)
+    # the hash is of what the task is, not of where it was imported from (no folder in the contract)
+    assert first.source.origin is None and contract_hash(first) == contract_hash(second)
+    assert contract_hash(first.model_copy(update={"title": "Other"})) != contract_hash(first)
+
+
+def test_the_import_folder_is_kept_out_of_the_written_contract_and_a_declared_origin_too(tmp_path: Path) -> None:
+    data = native_task_dict()
+    data["source"] = {"format": "native", "origin": "/datasets/secret-labels"}
+    imported = import_task(make_native_task(tmp_path / "a", data=data))
+    assert imported.contract.source.origin is None
+    declared = {"task": str((tmp_path / "a" / "task.yaml").resolve()), "declared": "/datasets/secret-labels"}
+    assert imported.origin == declared
+    written = tmp_path / "contract.yaml"
+    digest = write_contract(imported.contract, written)
+    text = written.read_text(encoding="utf-8")
+    assert "origin" not in text and str(tmp_path) not in text and "secret-labels" not in text
+    assert contract_hash(load_contract(written)) == digest
+
+
+def test_a_contract_written_before_the_origin_moved_out_keeps_its_hash(tmp_path: Path) -> None:
+    contract = import_task(make_native_task(tmp_path / "a")).contract
+    legacy = contract.model_copy(update={"source": SourceRef(format="native", origin="/old/host/task.yaml")})
+    digest = write_contract(legacy, tmp_path / "contract.yaml")
+    assert contract_hash(load_contract(tmp_path / "contract.yaml")) == digest != contract_hash(contract)
 
 
 def test_malformed_task_yaml_names_the_file_and_fields(tmp_path: Path) -> None:
