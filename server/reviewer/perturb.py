@@ -3,8 +3,9 @@
 
 Each copy differs from its source in every way a lookup could key on, and in none a model of the
 image should care about:
-- bytes and file hash: new intensity noise and a new encoding (NIfTI: float32 data, gzip level 9,
-  a new header description; PNG / TIFF: another compression), so no hash or byte prefix matches;
+- bytes and file hash: new intensity noise and another compression (gzip level 9, PNG level 9,
+  TIFF zlib), so no hash or byte prefix matches; the dtype and header stay, so nothing in the copy
+  announces that it is one;
 - values: Gaussian noise of `NOISE_FRACTION` of the image's own noise floor (estimated from
   neighbouring-voxel differences, robustly), and never less than one grey level of an integer
   image, so rounding or re-quantising the copy does not give the source back;
@@ -68,15 +69,21 @@ def perturb_file(source: Path, target: Path, rng: np.random.Generator) -> None:
 
 
 def _nifti(source: Path, target: Path, rng: np.random.Generator, compressed: bool) -> None:
+    """The copy keeps its dtype and header (nothing in it says it is a copy), only the values and
+    the gzip level change; an integer image gets whole grey levels of noise (see `noisy`)."""
     import nibabel as nib
 
     image: Any = nib.load(source)
-    raw = np.asanyarray(image.dataobj)
-    integer = raw.dtype.kind in "iub" and float(getattr(image.dataobj, "slope", 1.0) or 1.0) == 1.0
-    data = noisy(np.asarray(raw), rng, integer).astype(np.float32)
+    dtype = np.dtype(image.get_data_dtype())
+    plain = (
+        dtype.kind in "iu"
+        and getattr(image.dataobj, "slope", 1.0) == 1.0
+        and getattr(image.dataobj, "inter", 0.0) == 0.0
+    )
+    values = noisy(np.asarray(image.dataobj, dtype=np.float64), rng, dtype.kind in "iu")
+    data = _in_dtype(values, dtype if plain else np.dtype(np.float32))  # scaled integers are stored as floats
     header = image.header.copy()
-    header.set_data_dtype(np.float32)
-    header["descrip"] = b"amid stability copy"
+    header.set_data_dtype(data.dtype)
     copy = nib.Nifti1Image(data, image.affine, header)
     copy.set_qform(image.affine, int(header["qform_code"]) or 1)
     copy.set_sform(image.affine, int(header["sform_code"]) or 1)
@@ -84,8 +91,16 @@ def _nifti(source: Path, target: Path, rng: np.random.Generator, compressed: boo
     target.write_bytes(gzip.compress(data_bytes, compresslevel=9, mtime=0) if compressed else data_bytes)
 
 
+def _in_dtype(values: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
+    """Rounded and clipped to an integer dtype's range, or cast to a float dtype."""
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return np.clip(np.rint(values), info.min, info.max).astype(dtype)
+    return values.astype(dtype if dtype.kind == "f" else np.float32)
+
+
 def _plain(source: Path, target: Path, rng: np.random.Generator, kind: str) -> None:
-    """PNG / TIFF keep their dtype (a PNG holds only 8- or 16-bit grey levels): noise rounded and clipped."""
+    """PNG / TIFF keep their dtype (a PNG holds only 8- or 16-bit grey levels)."""
     if kind == "tiff":
         import tifffile
 
@@ -94,12 +109,7 @@ def _plain(source: Path, target: Path, rng: np.random.Generator, kind: str) -> N
         import imageio.v3 as iio
 
         array = np.asarray(iio.imread(source))
-    integer = array.dtype.kind in "iub"
-    values = noisy(array, rng, integer)
-    if integer:
-        info = np.iinfo(array.dtype) if array.dtype.kind != "b" else np.iinfo(np.uint8)
-        values = np.clip(np.rint(values), info.min, info.max)
-    copy = values.astype(array.dtype)
+    copy = _in_dtype(noisy(array, rng, array.dtype.kind in "iub"), array.dtype)
     if kind == "tiff":
         tifffile.imwrite(target, copy, compression="zlib")
     else:

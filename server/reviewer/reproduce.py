@@ -55,7 +55,7 @@ def reproduction_check(ctx: ReviewContext) -> Check:
         with replay(ctx, [replay_inputs(ctx, case) for case in cases], "validation", fold=folds[0]) as run:
             if not run.succeeded:
                 return replay_failed(ctx, run, cases)
-            compared += [compare_case(ctx, fold, case, case, run.outputs) for fold in folds for case in counted[fold]]
+            compared += [item for fold in folds for item in compare_cases(ctx, fold, counted[fold], run.outputs)]
     return replay_verdict(compared, run)
 
 
@@ -98,15 +98,22 @@ def replay_inputs(ctx: ReviewContext, case_id: str) -> ReplayCase:
     return ReplayCase(case_id, tuple(ctx.workspace.task_dir / rel for rel in case.image_paths))
 
 
-def compare_case(ctx: ReviewContext, fold: int, case_id: str, output_id: str, outputs: Path) -> dict[str, Any]:
-    """The replayed output written as `output_id` against the frozen prediction of `case_id`."""
+def compare_cases(ctx: ReviewContext, fold: int, cases: list[str], outputs: Path) -> list[dict[str, Any]]:
+    """Each case's replayed output (written under its own id) against its frozen prediction."""
     if ctx.contract.prediction.file_type == "csv":
-        return _compare_row(ctx, fold, case_id, output_id, outputs)
+        replayed, frozen = replayed_rows(ctx, outputs), _frozen_rows(ctx, fold)  # read once per replay
+        return [_compare_row(fold, case, replayed.get(case), frozen.get(case)) for case in cases]
+    files = frozen_files(ctx, fold)
+    return [_compare_image(ctx, fold, case, outputs / f"{case}{ctx.contract.layout.file_ending}", files[case])
+            for case in cases]  # fmt: skip
+
+
+def _compare_image(ctx: ReviewContext, fold: int, case_id: str, output: Path, frozen_file: Path) -> dict[str, Any]:
     ending = ctx.contract.layout.file_ending
     item: dict[str, Any] = {"fold": fold, "case_id": case_id}
     try:
-        replayed = read_volume(outputs / f"{output_id}{ending}", ending).array
-        frozen = read_volume(frozen_files(ctx, fold)[case_id], ending).array
+        replayed = read_volume(output, ending).array
+        frozen = read_volume(frozen_file, ending).array
     except (DataUnreadable, OSError) as exc:
         return {**item, "agreement": 0.0, "threshold": LABEL_AGREEMENT, "problem": f"no usable output: {exc}"[:200]}
     if replayed.shape != frozen.shape:
@@ -125,9 +132,7 @@ def per_label(agreements: dict[int, float]) -> dict[str, Any]:
             "labels": {str(label): round(value, 6) for label, value in agreements.items()}}  # fmt: skip
 
 
-def _compare_row(ctx: ReviewContext, fold: int, case_id: str, output_id: str, outputs: Path) -> dict[str, Any]:
-    replayed = replayed_rows(ctx, outputs).get(output_id)
-    frozen = _frozen_rows(ctx, fold).get(case_id)
+def _compare_row(fold: int, case_id: str, replayed: str | None, frozen: str | None) -> dict[str, Any]:
     same = values_agree(replayed, frozen)
     return {"fold": fold, "case_id": case_id, "agreement": 1.0 if same else 0.0, "threshold": 1.0,
             "replayed": replayed, "frozen": frozen}  # fmt: skip

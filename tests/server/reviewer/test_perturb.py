@@ -26,6 +26,7 @@ def test_a_nifti_copy_differs_in_bytes_and_rounded_values_but_keeps_its_geometry
     image = nib.load(tmp_path / "x_0000.nii.gz")
     values = np.asarray(image.dataobj)  # type: ignore[attr-defined]
     assert np.allclose(image.affine, affine) and values.shape == array.shape  # type: ignore[attr-defined]
+    assert image.get_data_dtype() == np.int16  # type: ignore[attr-defined]  # nothing says it is a copy
     assert np.mean(np.rint(values) != array) > 0.3  # rounding does not give the source back
     assert np.std(values - array) < 0.2 * noise_floor(array)  # far below the image's own noise
 

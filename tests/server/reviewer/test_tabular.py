@@ -110,7 +110,7 @@ async def test_table_predictions_are_rescored_and_judged(table_services: Service
         flipped = _payload(box, 0, good, float(expected), "flipped")  # a replay that disagrees on every row
         box.write_text("outputs/flipped/model.json", json.dumps({c: 1 - v for c, v in good.items()}))
         replayed = failed_codes(await submit_and_review(client, flipped))["PRED_NOT_REPRODUCED"]["evidence"]
-        assert replayed["n_differing"] == replayed["n_cases"] == 2
+        assert replayed["n_differing"] == replayed["n_cases"] == len(val)  # every row, not a sample
 
         majority = await submit_and_review(client, _payload(box, 0, dict.fromkeys(val, 0), 0.5, "majority"))
         baseline = failed_codes(majority)["TRIVIAL_BASELINE"]["evidence"]["folds"][0]
