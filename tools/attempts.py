@@ -16,11 +16,13 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
+from server.agent_repo import agent_commit, import_commit
 from server.artifacts import ArtifactStore, DeclaredFile, FrozenFile, collect
 from server.context import ToolContext
 from server.errors import NotFound, invalid
 from server.ledger.attempts import ArtifactRow, NewAttempt
-from server.repo import pin_commit, resolve_commit, store_commit
+from server.paths import agent_worktree
+from server.repo import pin_commit
 from server.toolkit import WORKERS, Progress, ToolResult, ToolSpec
 
 
@@ -79,10 +81,11 @@ def submit_attempt(
     Returns attempt_id with status pending; then call request_review."""
     ws = ctx.workspace
     _check_request(ctx, request)
-    sha = resolve_commit(ws.repo_dir, request.commit)
+    worktree = agent_worktree(ws, ctx.caller.agent_id)
+    sha = agent_commit(worktree, request.commit)
     if sha is None:
         raise NotFound(
-            f"commit: {request.commit!r} is not a commit of the run's repository; commit first", field="commit"
+            f"commit: {request.commit!r} is not a commit of your repository {worktree}; commit first", field="commit"
         )
     declared = _declared(ctx, request.artifacts)
     store = ArtifactStore(ws)
@@ -103,7 +106,7 @@ def _record(
 ) -> tuple[str, bool]:  # fmt: skip
     ws, agent = ctx.workspace, ctx.caller.agent_id
     frozen = _freeze(store, folder, declared, progress)
-    store_commit(ws.commit_store, ws.repo_dir, sha)  # before the transaction: its pins are quick
+    import_commit(ws.commit_store, ws.repo_dir, agent_worktree(ws, agent), sha)  # before the transaction
     rows = [
         ArtifactRow(role, f.declared_path, z.sha256, z.size_bytes, z.frozen_path, fold, f.member)
         for (role, fold, f), z in zip(declared, frozen, strict=True)
