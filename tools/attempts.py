@@ -56,7 +56,8 @@ class SubmitAttemptInput(BaseModel):
     claims_improvement: list[str] = Field(default_factory=list, description="metrics claimed better than the parent")
     inference_command: list[str] | None = Field(
         default=None,
-        description="argv the reviewer replays on sampled validation and holdout cases: {python} {input_dir} "
+        description="argv the reviewer replays on every predicted validation case, perturbed copies of them, and "
+        "holdout cases: {python} {input_dir} "
         "{output_dir} {checkpoint} {fold} {case_ids} {code_dir}; benchmark tasks write submission.csv + files",
     )
     summary: str | None = None
