@@ -47,6 +47,8 @@ def test_every_shipped_backend_validates_and_names_its_session_id_field() -> Non
     for command in (backends["claude-code"].start, backends["claude-code"].resume):  # the work needs files and a shell
         [allowed] = [arg.split("=", 1)[1].split(",") for arg in command if arg.startswith("--allowedTools=")]
         assert {"mcp__amid__*", "Read", "Write", "Edit", "Bash"} <= set(allowed)
+    permission = json.loads(backends["opencode"].env["OPENCODE_PERMISSION"].format_map({}))
+    assert {permission[name] for name in ("edit", "bash", "external_directory", "doom_loop")} == {"allow"}
 
 
 def test_scripted_worker_starts_calls_get_task_and_resumes_its_session_with_a_delivered_prompt(

@@ -13,6 +13,7 @@ from server.supervisor.workers.settings import WorkerSettings
 from tests.server.conftest import Running
 from tests.server.supervisor.workers.conftest import named, wait_for
 from tests.server.supervisor.workers.messages_endpoint import MessagesEndpoint
+from tests.server.supervisor.workers.whole_attempt import SCRIPT, assert_accepted, run_attempt
 from tests.server.test_real_clients import _binary
 
 pytestmark = [pytest.mark.slow, pytest.mark.external]
@@ -74,3 +75,16 @@ def test_claude_code_worker_calls_get_task_with_its_token_and_resumes_its_sessio
         {"query": "SELECT count(*) FROM events WHERE agent_id = 'claude-1' AND subject_id = 'get_task'"},
     )
     assert calls["rows"][0][0] >= 1, rows
+
+
+def test_claude_code_worker_writes_trains_commits_and_submits_with_its_own_tools_and_the_attempt_is_accepted(
+    holdout_running: Running,
+) -> None:
+    claude = Path(_binary("claude"))
+    with MessagesEndpoint(SCRIPT) as endpoint:
+        model_env = {"ANTHROPIC_BASE_URL": endpoint.url, "ANTHROPIC_API_KEY": "x"}
+        outcome = run_attempt(
+            holdout_running, "claude-code", endpoint, prefix="claudea", binary=claude, model_env=model_env
+        )
+    accepted = assert_accepted(holdout_running, outcome, endpoint)
+    print(json.dumps(accepted))

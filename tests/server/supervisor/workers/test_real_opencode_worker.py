@@ -19,6 +19,7 @@ from server.supervisor.workers.settings import WorkerSettings
 from tests.server.conftest import Running
 from tests.server.supervisor.workers.chat_endpoint import ChatEndpoint, content_text
 from tests.server.supervisor.workers.conftest import named, wait_for
+from tests.server.supervisor.workers.whole_attempt import SCRIPT, assert_accepted, run_attempt
 from tests.server.test_real_clients import _binary
 
 pytestmark = [pytest.mark.slow, pytest.mark.external]
@@ -95,3 +96,19 @@ def test_opencode_worker_calls_get_task_with_its_token_and_resumes_its_session_w
         {"query": "SELECT count(*) FROM events WHERE agent_id = 'opencode-1' AND subject_id = 'get_task'"},
     )
     assert calls["rows"][0][0] >= 1, worker.log_path.read_text()[-3000:]
+
+
+def test_opencode_worker_writes_trains_commits_and_submits_with_its_own_tools_and_the_attempt_is_accepted(
+    opencode: Path, holdout_running: Running
+) -> None:
+    with ChatEndpoint(SCRIPT) as endpoint:
+        outcome = run_attempt(
+            holdout_running,
+            "opencode",
+            endpoint,
+            prefix="opencodea",
+            binary=opencode,
+            model_env=_provider(endpoint.url),
+        )
+    accepted = assert_accepted(holdout_running, outcome, endpoint)
+    print(json.dumps(accepted))
