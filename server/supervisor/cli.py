@@ -8,6 +8,7 @@ nothing on disk: killed and started again, it rebuilds its view from the server 
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +50,7 @@ def _echo(report: TickReport) -> None:
         click.echo(f"[{report.stage}] final attempt {report.final_attempt_id}")
     if report.waiting:
         click.echo(f"[{report.stage}] waiting: {report.waiting}")
+    sys.stdout.flush()  # a supervisor killed later loses no line it printed (stdout to a file is buffered)
 
 
 LAUNCHES = ("started", "restarted", "resumed", "delivered")
@@ -58,8 +60,10 @@ def _echo_worker(stage: str, event: dict[str, Any]) -> None:
     """Every worker event on stdout; one that failed (with a reason: an exit that was not clean, a
     start that failed, a pause of the breaker) also on stderr, so a stuck worker is never silent."""
     agent, name = event["agent_id"], event["event"]
-    where = f" (sandbox {event['sandbox']}, session {'resumed' if event.get('resume') else 'new'})"
-    click.echo(f"[{stage}] worker {agent} {name}" + (where if name in LAUNCHES else ""))
+    where = ""
+    if name in LAUNCHES:
+        where = f" (sandbox {event.get('sandbox')}, session {'resumed' if event.get('resume') else 'new'})"
+    click.echo(f"[{stage}] worker {agent} {name}{where}")
     if event.get("reason"):
         pause = f" for {event['pause_s']:g} s" if name == "paused" else ""
         click.echo(f"amid supervise: worker {agent} {name}{pause}: {event['reason']}", err=True)

@@ -208,14 +208,15 @@ class WorkerPool:
         worker.wake_at = None
         detail: dict[str, Any] = {"resume": resume, "prompt": text[:200], "sandbox": self.sandbox_kind}
         ids = [p.heartbeat_id for p in prompts if p.heartbeat_id is not None]
+        # Recorded before the CLI starts: a supervisor killed in between never gives these heartbeats
+        # again by resume (the agent still finds them in its next tool result); after, never twice.
+        self._emit(worker, "running", event, **detail, **({"heartbeat_ids": ids} if ids else {}))
         try:
             worker.process = WorkerProcess(self.backend, command, worker.worktree, self._env(worker), worker.log_path)
         except OSError as exc:  # the binary vanished, is not executable, the worktree is gone …
             worker.process, worker.last_reason = None, f"cannot start {command[0]}: {exc}"
             self._emit(worker, "idle", "start_failed", **detail, reason=worker.last_reason)
             self._crashed(worker)
-            return
-        self._emit(worker, "running", event, **detail, **({"heartbeat_ids": ids} if ids else {}))
 
     def _env(self, worker: Worker) -> dict[str, str]:
         passed = {k: os.environ[k] for k in sandbox.PASSED_ENV if k in os.environ}
@@ -259,7 +260,9 @@ class WorkerPool:
             return
         if process is None or worker.state != "running":
             return
-        worker.session_id = process.session_id or worker.session_id
+        if process.session_id is not None and process.session_id != worker.session_id:
+            worker.session_id = process.session_id  # recorded at once: a killed supervisor's successor resumes it
+            self._emit(worker, "running", "session", session_id=process.session_id)
         code = process.exited()
         if code is not None:
             self._exited(worker, process, code)
