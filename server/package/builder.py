@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from server.errors import Conflict
 from server.ledger import Ledger
@@ -114,16 +114,21 @@ def _keep_existing(
             "run `amid verify-package package -w WS`, or rebuild it with --force",
             field="attempt_id",
         )
-    from server.package.attestation import TrustedKey, signature_check  # it imports verify, which imports this
-
     public = key.public_key()
-    trusted = TrustedKey(fingerprint(public), "the run key", public)
-    if signature_check(target, trusted).statement is None:
+    if not _signed_by(target, public):
         sign_package(target, key)
     files = manifest.get("files", [])
     size = sum(f["size_bytes"] for f in files)
     return BuiltPackage(PACKAGE_DIR, attempt_id, digest, len(files), size, built=False,
                         key_fingerprint=fingerprint(public))  # fmt: skip
+
+
+def _signed_by(target: Path, public: Ed25519PublicKey) -> bool:
+    """The package's attestation verifies with `public` and names exactly the files there."""
+    from server.package.attestation import TrustedKey, signature_check, statement_check  # it imports this module
+
+    signed = signature_check(target, TrustedKey(fingerprint(public), "the run key", public)).statement
+    return signed is not None and statement_check(target, signed).status == "passed"
 
 
 def _damaged(target: Path, manifest: dict[str, Any]) -> list[str]:

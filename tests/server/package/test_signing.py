@@ -182,3 +182,15 @@ def test_a_public_key_that_is_neither_a_file_nor_a_fingerprint_is_a_usage_error(
     package = write_package(tmp_path)
     result = amid("verify-package", str(package), "--public-key", "sha256:1234")
     assert result.exit_code == 2 and "--public-key" in result.output and "64 hex digits" in result.output
+
+
+def test_a_kept_package_is_signed_by_the_run_key_only_when_its_attestation_verifies(tmp_path: Path) -> None:
+    from server.package.builder import _signed_by
+
+    package = write_package(tmp_path)
+    key = run_key(tmp_path / ".amid")
+    assert _signed_by(package, key.public_key())
+    (package / ATTESTATION).unlink()  # a package built before packages were signed
+    assert not _signed_by(package, key.public_key())
+    sign_package(package, key)
+    assert _signed_by(package, key.public_key()) and not _signed_by(package, Ed25519PrivateKey.generate().public_key())
