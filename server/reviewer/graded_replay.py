@@ -70,7 +70,8 @@ def _compare(ctx: ReviewContext, fold: int, case_id: str, frozen: Any, outputs: 
         same = rows_agree(ctx, replayed_row, frozen)
         return {**item, "agreement": 1.0 if same else 0.0, "threshold": 1.0, "replayed": replayed_row, "frozen": frozen}
     member = case_members(ctx, text).get(case_id)
-    if member is None or ".." in PurePosixPath(member).parts or not (outputs / member).is_file():
+    inside = member is not None and not PurePosixPath(member).is_absolute() and ".." not in PurePosixPath(member).parts
+    if member is None or not inside or not (outputs / member).is_file():  # an absolute path would leave the copy
         return {**item, "agreement": 0.0, "threshold": LABEL_AGREEMENT, "problem": "no replayed file for the case"}
     name = frozen.member or frozen.declared_path
     value, threshold = agreement(ctx, outputs / member, ctx.path(frozen), name)
