@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from pydantic import BaseModel, Field
 
 from server.context import ToolContext
+from server.job_environment import JobEnvironment, job_environment, job_rule
 from server.ledger import utcnow
 from server.protocol import LOOP, RULES
 from server.toolkit import ALL_ROLES, ToolResult, ToolSpec
@@ -58,6 +59,7 @@ class GetTaskResult(ToolResult):
     stage: str
     role: str | None  # "ROLE in STAGE on LANE: reason", from the supervisor's assign_role
     budget: BudgetView
+    jobs: JobEnvironment = Field(description="the interpreter and environment your run_gpu_job commands run with")
     loop: list[str]
     rules: list[str]
     contract_hash: str
@@ -76,6 +78,7 @@ def run(ctx: ToolContext, request: GetTaskInput) -> GetTaskResult:
     contract, folds, state = ctx.contract, ctx.folds, ctx.ledger.activity
     worktree = ctx.workspace.worktrees_dir / ctx.caller.agent_id
     role = ctx.ledger.roles.current(ctx.caller.agent_id)
+    jobs = job_environment(ctx.settings.job_backend)
     return GetTaskResult(
         task_id=contract.id,
         title=contract.title,
@@ -113,8 +116,9 @@ def run(ctx: ToolContext, request: GetTaskInput) -> GetTaskResult:
             gpus=contract.budget.gpus,
             hours_left=_hours_left(state.get_state("started_at"), contract.budget.wall_clock_hours),
         ),
+        jobs=jobs,
         loop=list(LOOP),
-        rules=list(RULES),
+        rules=[*RULES, job_rule(jobs)],
         contract_hash=state.get_state("contract_hash", ""),
     )
 
