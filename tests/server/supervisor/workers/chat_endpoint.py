@@ -17,11 +17,9 @@ from typing import Any
 from tests.server.supervisor.workers.attempt_script import (
     Finish,
     Mcp,
-    Script,
     Shell,
     Step,
     Write,
-    get_task_only,
     next_step,
 )
 from tests.server.supervisor.workers.scripted_endpoint import Reply, ScriptedEndpoint, reply
@@ -94,10 +92,6 @@ def _stream(body: dict[str, Any], step: Step, n: int) -> bytes:
 
 class ChatEndpoint(ScriptedEndpoint):
     url_suffix = "/v1"
-
-    def __init__(self, script: Script = get_task_only) -> None:
-        super().__init__()
-        self.script = script
 
     def answer(self, path: str, body: dict[str, Any]) -> Reply:
         if not path.rstrip("/").endswith("/chat/completions"):

@@ -16,11 +16,9 @@ from typing import Any
 from tests.server.supervisor.workers.attempt_script import (
     Finish,
     Mcp,
-    Script,
     Shell,
     Step,
     Write,
-    get_task_only,
     next_step,
 )
 from tests.server.supervisor.workers.scripted_endpoint import Reply, ScriptedEndpoint, reply
@@ -103,10 +101,6 @@ def _stream(step: Step, n: int) -> bytes:
 
 
 class MessagesEndpoint(ScriptedEndpoint):
-    def __init__(self, script: Script = get_task_only) -> None:
-        super().__init__()
-        self.script = script
-
     def answer(self, path: str, body: dict[str, Any]) -> Reply:
         self.requests.append(body)
         if not path.startswith("/v1/messages") or "count_tokens" in path:

@@ -19,11 +19,9 @@ from typing import Any
 from tests.server.supervisor.workers.attempt_script import (
     Finish,
     Mcp,
-    Script,
     Shell,
     Step,
     Write,
-    get_task_only,
     next_step,
 )
 from tests.server.supervisor.workers.scripted_endpoint import Reply, ScriptedEndpoint, reply
@@ -155,10 +153,6 @@ def _stream(body: dict[str, Any], step: Step, n: int) -> bytes:
 
 class ResponsesEndpoint(ScriptedEndpoint):
     url_suffix = "/v1"
-
-    def __init__(self, script: Script = get_task_only) -> None:
-        super().__init__()
-        self.script = script
 
     def answer_get(self, path: str) -> Reply:  # the model list Codex refreshes: none beyond the configured one
         return reply("application/json", {"models": [], "data": []})

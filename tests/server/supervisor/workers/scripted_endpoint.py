@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Self
 
-from tests.server.supervisor.workers.attempt_script import Step
+from tests.server.supervisor.workers.attempt_script import Script, Step, get_task_only
 
 Reply = tuple[int, str, bytes]  # status, content type, body
 
@@ -26,7 +26,8 @@ class ScriptedEndpoint:
 
     url_suffix = ""
 
-    def __init__(self) -> None:
+    def __init__(self, script: Script = get_task_only) -> None:
+        self.script = script  # what the model does: attempt_script's steps, spelled by the subclass
         self.requests: list[dict[str, Any]] = []
         self.turns: list[dict[str, Any]] = []
         endpoint = self
