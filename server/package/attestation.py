@@ -20,7 +20,7 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from server.package.layout import ATTESTATION, MANIFEST, PACKAGE_KEY, UNLISTED, entry, tree_files
+from server.package.layout import ATTESTATION, MANIFEST, PACKAGE_KEY, UNLISTED, cached_entry, tree_files
 from server.package.signing import (
     PAYLOAD_TYPE,
     PREDICATE_KEYS,
@@ -109,7 +109,9 @@ def _envelope(path: Path) -> tuple[bytes, bytes]:
         raise ValueError(f"{ATTESTATION} is malformed ({type(exc).__name__})") from None
 
 
-def statement_check(package_dir: Path, statement: dict[str, Any]) -> PackageCheck:
+def statement_check(
+    package_dir: Path, statement: dict[str, Any], hashes: dict[str, dict[str, Any]] | None = None
+) -> PackageCheck:
     """Every file is the one the signed statement names, none is added, and its predicate is the manifest's."""
     if statement.get("_type") != STATEMENT_TYPE or not isinstance(statement.get("subject"), list):
         return failed(
@@ -120,7 +122,9 @@ def statement_check(package_dir: Path, statement: dict[str, Any]) -> PackageChec
         return failed("signed files", f"the statement names files outside the package: {outside[:5]}", [ATTESTATION])
     present = [rel for rel in tree_files(package_dir) if rel not in UNLISTED or rel == MANIFEST]
     wrong = sorted(
-        rel for rel in signed if not _exists(package_dir / rel) or entry(package_dir, rel)["sha256"] != signed[rel]
+        rel
+        for rel in signed
+        if not _exists(package_dir / rel) or cached_entry(package_dir, rel, hashes)["sha256"] != signed[rel]
     )
     wrong += sorted(rel for rel in present if rel not in signed)
     wrong += _predicate_disagrees(package_dir, statement.get("predicate") or {}) if not wrong else []

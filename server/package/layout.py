@@ -65,6 +65,15 @@ def entry(root: Path, rel: str) -> dict[str, Any]:
     return {"path": rel, "sha256": sha256_of(path), "size_bytes": path.stat().st_size}
 
 
+def cached_entry(root: Path, rel: str, memo: dict[str, dict[str, Any]] | None) -> dict[str, Any]:
+    """`entry`, computed once per `memo` (verify-package hashes each file for the manifest and the signature)."""
+    if memo is None:
+        return entry(root, rel)
+    if rel not in memo:
+        memo[rel] = entry(root, rel)
+    return memo[rel]
+
+
 def tree_files(root: Path) -> list[str]:
     """Every file and symlink under `root` (package-relative, sorted), folders left out."""
     found = []

@@ -24,7 +24,7 @@ from server.package.builder import read_manifest
 
 if TYPE_CHECKING:
     from server.package.attestation import TrustedKey
-from server.package.layout import MANIFEST, MANIFEST_HASH, UNLISTED, entry, manifest_digest, tree_files
+from server.package.layout import MANIFEST, MANIFEST_HASH, UNLISTED, cached_entry, manifest_digest, tree_files
 from server.workspace import Workspace
 
 SCORE_TOLERANCE = 1e-9
@@ -72,12 +72,13 @@ def verify_package(
     if manifest is None:
         check = failed("manifest", f"{MANIFEST} is missing or not a JSON object in {package_dir}", [MANIFEST])
         return VerifyReport(package=str(package_dir), attempt_id=None, checks=[check])
+    hashes: dict[str, dict[str, Any]] = {}  # each file hashed once, for the manifest and the signed statement
     checks = [
         manifest_hash_check(package_dir),
-        files_check(package_dir, manifest),
+        files_check(package_dir, manifest, hashes),
         consistency_check(package_dir, manifest),
     ]
-    signature, authenticated = _signature_checks(package_dir, workspace, trusted)
+    signature, authenticated = _signature_checks(package_dir, workspace, trusted, hashes)
     checks += signature
     if workspace is None:
         why = "needs -w WORKSPACE (the ledger, the labels and the private answers)"
@@ -93,7 +94,7 @@ def verify_package(
 
 
 def _signature_checks(
-    package_dir: Path, workspace: Workspace | None, trusted: TrustedKey | None
+    package_dir: Path, workspace: Workspace | None, trusted: TrustedKey | None, hashes: dict[str, dict[str, Any]]
 ) -> tuple[list[PackageCheck], bool]:
     from server.package.attestation import signature_check, statement_check, workspace_key
 
@@ -107,7 +108,7 @@ def _signature_checks(
     result = signature_check(package_dir, trusted)
     if result.statement is None:
         return [result.check, skipped("signed files", "needs a signature that verifies")], False
-    return [result.check, statement_check(package_dir, result.statement)], result.authenticated
+    return [result.check, statement_check(package_dir, result.statement, hashes)], result.authenticated
 
 
 def manifest_hash_check(package_dir: Path) -> PackageCheck:
@@ -122,14 +123,16 @@ def manifest_hash_check(package_dir: Path) -> PackageCheck:
     return passed("manifest hash", f"{MANIFEST} matches {MANIFEST_HASH} ({digest[:16]}…)")
 
 
-def files_check(package_dir: Path, manifest: dict[str, Any]) -> PackageCheck:
+def files_check(
+    package_dir: Path, manifest: dict[str, Any], hashes: dict[str, dict[str, Any]] | None = None
+) -> PackageCheck:
     listed = {str(f.get("path")): f for f in manifest.get("files", []) if isinstance(f, dict)}
     present = [rel for rel in tree_files(package_dir) if rel not in UNLISTED]
     missing = sorted(
         rel for rel in listed if not (package_dir / rel).is_file() and not (package_dir / rel).is_symlink()
     )
     extra = sorted(rel for rel in present if rel not in listed)
-    changed = sorted(rel for rel in listed if rel not in missing and _differs(package_dir, rel, listed[rel]))
+    changed = sorted(rel for rel in listed if rel not in missing and _differs(package_dir, rel, listed[rel], hashes))
     if missing or extra or changed:
         parts = [f"{label}: {', '.join(names[:20])}" for label, names in
                  (("missing", missing), ("extra", extra), ("changed", changed)) if names]  # fmt: skip
@@ -137,8 +140,8 @@ def files_check(package_dir: Path, manifest: dict[str, Any]) -> PackageCheck:
     return passed("files", f"{len(listed)} files match their sha256 and size")
 
 
-def _differs(package_dir: Path, rel: str, known: dict[str, Any]) -> bool:
-    found = entry(package_dir, rel)
+def _differs(package_dir: Path, rel: str, known: dict[str, Any], hashes: dict[str, dict[str, Any]] | None) -> bool:
+    found = cached_entry(package_dir, rel, hashes)
     return found["sha256"] != known.get("sha256") or found["size_bytes"] != known.get("size_bytes")
 
 
