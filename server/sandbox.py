@@ -235,16 +235,25 @@ class WorkerView:
 
 def wrap_worker(argv: list[str], view: WorkerView) -> list[str]:
     """argv of a managed worker's CLI inside bubblewrap (call `resolve_kind` first)."""
-    # Links first: a later bind of a folder above one covers it with the real link, which is the same.
-    links = [arg for target, path in view.links for arg in ("--symlink", target, path)]
-    binds = [*links, *_environment(), *_system(), *_network(), *_readable(view.readable)]
+    binds = [*_environment(), *_system(), *_network(), *_readable(view.readable)]
     for path in (view.home, view.worktree):
         binds += ["--bind", os.path.realpath(path), os.path.realpath(path)]
+    binds = [*_links(view.links, binds), *binds]
     covered = [arg for path in view.hidden for dest in _seen_at(path, binds) for arg in ("--tmpfs", dest)]
     # No --new-session: the supervisor signals the worker's process group, which must include the CLI.
     isolation = ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--unshare-all", "--share-net"]
     command = [str(shutil.which("bwrap")), *isolation, "--die-with-parent", *binds, *covered]
     return [*command, "--chdir", os.path.realpath(view.worktree), "--", *argv]
+
+
+def _links(links: tuple[tuple[str, str], ...], binds: list[str]) -> list[str]:
+    """`--symlink` arguments for the links no bind already shows: one on, in or above a bind's
+    destination is left out (the bind shows the real folder or link there; a link above it would
+    send the bind through a path that does not exist yet)."""
+    placing = ("--ro-bind", "--bind", "--ro-bind-try", "--symlink")
+    shown = [binds[i + 2] for i, arg in enumerate(binds) if arg in placing]
+    kept = [(t, p) for t, p in links if not any(p == d or _inside(p, d) or _inside(d, p) for d in shown)]
+    return [arg for target, path in kept for arg in ("--symlink", target, path)]
 
 
 def git_reader_box(git_dir: Path) -> list[str]:

@@ -16,7 +16,11 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from server.sandbox import SYSTEM_LINKS
+
 MAX_LINKS = 32  # a loop of links is refused by the OS at 40
+# Shown read-only to every worker (the system and its merged-/usr links): their links exist there already.
+SYSTEM_TOPS = ("usr", "etc", *SYSTEM_LINKS)
 
 
 @dataclass(frozen=True)
@@ -41,18 +45,35 @@ def cli_install(binary: str, search_path: str) -> Install:
 
 
 def link_chain(path: Path) -> tuple[list[tuple[str, str]], Path]:
-    """Each link from `path` to the file it ends at, as (target as written, link path), and that file.
-    Folders on the way are taken as they resolve (their links are not the CLI's)."""
+    """Resolve `path` as the kernel does, component by component, recording every link met on the
+    way as (target as written, the link's own resolved path): recreated in that order inside the
+    sandbox, they lead to the same file. Links the system folders show anyway are left out."""
     links: list[tuple[str, str]] = []
-    current = Path(os.path.realpath(path.parent)) / path.name
-    for _ in range(MAX_LINKS):
-        if not current.is_symlink():
-            return links, current
-        target = os.readlink(current)
-        links.append((target, str(current)))
-        nxt = current.parent / target
-        current = Path(os.path.realpath(nxt.parent)) / nxt.name
-    raise OSError(f"{path}: more than {MAX_LINKS} links")
+    current, parts = Path("/"), list(Path(os.path.abspath(path)).parts[1:])
+    while parts:
+        part = parts.pop(0)
+        if part in ("", "."):
+            continue
+        if part == "..":
+            current = current.parent
+            continue
+        candidate = current / part
+        if not candidate.is_symlink():
+            current = candidate
+            continue
+        if len(links) >= MAX_LINKS:
+            raise OSError(f"{path}: more than {MAX_LINKS} links")
+        target = os.readlink(candidate)
+        if not _system_shows(candidate):
+            links.append((target, str(candidate)))
+        parts = list(Path(target).parts[1:] if os.path.isabs(target) else Path(target).parts) + parts
+        current = Path("/") if os.path.isabs(target) else current
+    return links, current
+
+
+def _system_shows(path: Path) -> bool:
+    top = path.parts[1] if len(path.parts) > 1 else ""
+    return top in SYSTEM_TOPS
 
 
 def package_root(real: Path) -> Path:

@@ -42,7 +42,8 @@ def store_services(demo_challenge: Path, tmp_path_factory: pytest.TempPathFactor
 
 
 def erase_from_repo(workspace: Workspace, box: AgentSandbox, keep: str, attempt_id: str) -> None:
-    """What an agent can do from its worktree: move its branch back, delete the pin, prune."""
+    """Move the agent's branch back in its own repository, and delete the pin from repo/ and prune
+    (what an agent could do when worktrees shared repo/; a human browsing it still can)."""
     with git.Repo(box.worktree) as tree:
         tree.git.reset("--hard", keep)
     with git.Repo(workspace.repo_dir) as repo:
@@ -68,7 +69,8 @@ async def test_submission_copies_the_commit_and_its_history_into_a_store_no_work
 
     assert stored_commit(ws.commit_store, attempt["attempt_id"]) == sha
     assert resolve_commit(ws.commit_store, base) == base  # the history came along
-    assert git_common_dir(box.worktree) == (ws.repo_dir / ".git").resolve() != ws.commit_store.resolve()
+    assert git_common_dir(box.worktree) == (box.worktree / ".git").resolve()  # the agent's own repository
+    assert resolve_commit(ws.repo_dir, sha) == sha  # copied from the store into the run's repository
     with git.Repo(box.worktree) as tree:
         assert tree.git.for_each_ref("refs/amid/run-start") == ""  # the store's refs are not the worktree's
 
