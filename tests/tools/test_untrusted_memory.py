@@ -152,6 +152,7 @@ async def test_agents_are_told_so_by_the_instructions_agents_md_and_each_memory_
     assert UNTRUSTED_MEMORY in INSTRUCTIONS and UNTRUSTED_MEMORY in agents_md("ann", "task")
     async with local_client(services, "ann") as ann:
         tools = {t.name: t.description or "" for t in (await ann.list_tools()).tools}
+        assert UNTRUSTED_MEMORY in (ann.instructions or "")  # what the server sent at initialize
     for name in ("read_notes", "get_skill", "list_skills", "post_note", "save_skill"):
         assert "agent-authored and unverified" in tools[name], name
 
