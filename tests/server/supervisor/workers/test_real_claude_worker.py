@@ -13,7 +13,7 @@ from server.supervisor.workers.settings import WorkerSettings
 from tests.server.conftest import Running
 from tests.server.supervisor.workers.conftest import named, wait_for
 from tests.server.supervisor.workers.messages_endpoint import MessagesEndpoint
-from tests.server.supervisor.workers.whole_attempt import SCRIPT, assert_accepted, run_attempt
+from tests.server.supervisor.workers.whole_attempt import SCRIPT, assert_accepted, run_attempt, run_cheater
 from tests.server.test_real_clients import _binary
 
 pytestmark = [pytest.mark.slow, pytest.mark.external]
@@ -88,3 +88,15 @@ def test_claude_code_worker_writes_trains_commits_and_submits_with_its_own_tools
         )
     accepted = assert_accepted(holdout_running, outcome, endpoint)
     print(json.dumps(accepted))
+
+
+def test_a_cheating_claude_code_worker_reads_nothing_of_private_other_agents_or_the_server_and_writes_nothing_there(
+    holdout_running: Running,
+) -> None:
+    claude = Path(_binary("claude"))
+    with MessagesEndpoint() as endpoint:
+        model_env = {"ANTHROPIC_BASE_URL": endpoint.url, "ANTHROPIC_API_KEY": "x"}
+        seen = run_cheater(
+            holdout_running, "claude-code", endpoint, prefix="claudec", binary=claude, model_env=model_env
+        )
+    print(json.dumps(seen))

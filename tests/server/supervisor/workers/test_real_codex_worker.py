@@ -17,7 +17,7 @@ from server.supervisor.workers.settings import WorkerSettings
 from tests.server.conftest import Running
 from tests.server.supervisor.workers.conftest import named, wait_for
 from tests.server.supervisor.workers.responses_endpoint import ResponsesEndpoint, text_of
-from tests.server.supervisor.workers.whole_attempt import SCRIPT, assert_accepted, run_attempt
+from tests.server.supervisor.workers.whole_attempt import SCRIPT, assert_accepted, run_attempt, run_cheater
 from tests.server.test_real_clients import _binary
 
 pytestmark = [pytest.mark.slow, pytest.mark.external]
@@ -118,3 +118,11 @@ def test_codex_worker_writes_trains_commits_and_submits_with_its_own_shell_and_t
         outcome = run_attempt(holdout_running, _backend(endpoint.url), endpoint, prefix="codexa", binary=codex)
     accepted = assert_accepted(holdout_running, outcome, endpoint)
     print(json.dumps(accepted))
+
+
+def test_a_cheating_codex_worker_reads_nothing_of_private_other_agents_or_the_server_and_writes_nothing_there(
+    codex: Path, holdout_running: Running
+) -> None:
+    with ResponsesEndpoint() as endpoint:
+        seen = run_cheater(holdout_running, _backend(endpoint.url), endpoint, prefix="codexc", binary=codex)
+    print(json.dumps(seen))

@@ -19,7 +19,7 @@ from server.supervisor.workers.settings import WorkerSettings
 from tests.server.conftest import Running
 from tests.server.supervisor.workers.chat_endpoint import ChatEndpoint, content_text
 from tests.server.supervisor.workers.conftest import named, wait_for
-from tests.server.supervisor.workers.whole_attempt import SCRIPT, assert_accepted, run_attempt
+from tests.server.supervisor.workers.whole_attempt import SCRIPT, assert_accepted, run_attempt, run_cheater
 from tests.server.test_real_clients import _binary
 
 pytestmark = [pytest.mark.slow, pytest.mark.external]
@@ -112,3 +112,18 @@ def test_opencode_worker_writes_trains_commits_and_submits_with_its_own_tools_an
         )
     accepted = assert_accepted(holdout_running, outcome, endpoint)
     print(json.dumps(accepted))
+
+
+def test_a_cheating_opencode_worker_reads_nothing_of_private_other_agents_or_the_server_and_writes_nothing_there(
+    opencode: Path, holdout_running: Running
+) -> None:
+    with ChatEndpoint() as endpoint:
+        seen = run_cheater(
+            holdout_running,
+            "opencode",
+            endpoint,
+            prefix="opencodec",
+            binary=opencode,
+            model_env=_provider(endpoint.url),
+        )
+    print(json.dumps(seen))

@@ -11,7 +11,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -21,6 +21,7 @@ from server.local_client import call
 from server.supervisor.workers.pool import Worker, WorkerPool
 from server.supervisor.workers.settings import WorkerSettings
 from tests.server.conftest import Running
+from tests.server.supervisor.workers import cheat_probe
 from tests.server.supervisor.workers.attempt_script import COMMIT_MESSAGE, MODEL_PY, VALIDATE_PY, whole_attempt
 from tests.server.supervisor.workers.conftest import named, wait_for
 from tests.server.supervisor.workers.scripted_endpoint import ScriptedEndpoint
@@ -66,12 +67,14 @@ def run_attempt(
     binary: Path,
     model_env: dict[str, str] | None = None,
     timeout_s: float = 240.0,
+    sandbox_setting: Literal["bwrap", "none"] = "bwrap",
 ) -> Outcome:
     """Start one sandboxed worker with the attempt prompt and wait until its CLI exits (the script's last
     step waits for the verdict); the scripted turns are saved beside the workspace."""
-    require_bwrap()
+    if sandbox_setting == "bwrap":
+        require_bwrap()
     settings = WorkerSettings(
-        sandbox="bwrap",
+        sandbox=sandbox_setting,
         restart_on_clean=False,
         agent_prefix=prefix,
         npm_prefix=npm_prefix(binary),
@@ -137,3 +140,28 @@ def assert_accepted(running: Running, outcome: Outcome, endpoint: ScriptedEndpoi
     scopes = {scope for scope, _, _ in verified}
     assert {"fold", "holdout"} <= scopes, verified
     return {"attempt_id": attempt_id, "commit": sha, "verified": verified, "wall_s": round(outcome.wall_s, 1)}
+
+
+def run_cheater(
+    running: Running,
+    backend: str | WorkerBackend,
+    endpoint: ScriptedEndpoint,
+    *,
+    prefix: str,
+    binary: Path,
+    model_env: dict[str, str] | None = None,
+    sandbox_setting: Literal["bwrap", "none"] = "bwrap",
+) -> dict[str, str]:
+    """A worker whose shell probes what it must not read or write (cheat_probe); the probe table."""
+    ws = running.workspace
+    own, other = ws.worktrees_dir / f"{prefix}-1", cheat_probe.other_agent(ws, f"{prefix}-other")
+    checked = cheat_probe.probes(ws, own, other)
+    endpoint.script = cheat_probe.cheat_script(checked.command)
+    before = cheat_probe.ledger_counts(ws)
+    outcome = run_attempt(
+        running, backend, endpoint, prefix=prefix, binary=binary, model_env=model_env, sandbox_setting=sandbox_setting
+    )
+    assert named(outcome.events, "exited")[0]["exit_class"] == "clean", outcome.worker.log_path.read_text()[-3000:]
+    seen = cheat_probe.assert_boxed(ws, checked, own, before)
+    (ws.root.parent / f"{prefix}-probe-table.json").write_text(json.dumps(seen, indent=1), encoding="utf-8")
+    return seen
