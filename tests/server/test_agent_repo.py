@@ -143,3 +143,27 @@ async def test_submit_attempt_refuses_another_agents_commit_and_accepts_its_own(
     async with client_for(services, "honest") as client:
         attempt = await call(client, "submit_attempt", honest.payload(sha, 0, honest.write_predictions(0, marked(42))))
     assert attempt["commit"] == sha and resolve_commit(services.workspace.commit_store, sha) == sha
+
+
+def test_a_detached_commit_is_imported_and_config_planted_in_the_agents_repository_runs_nothing(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    worktree = ensure_worktree(workspace, "planter")
+    marker = tmp_path / "ran"
+    with git.Repo(worktree) as repo, repo.config_writer() as config:
+        for key in ("core.fsmonitor", "uploadpack.packObjectsHook", "core.sshCommand", "core.alternateRefsCommand"):
+            section, option = key.split(".")
+            config.set_value(section, option, f"touch {marker}")
+    hook = worktree / ".git/hooks/post-checkout"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\n", encoding="utf-8")
+    hook.chmod(0o755)
+    first = commit_in(workspace, "planter", {"model.py": "print(1)\n"})
+    subprocess.run(
+        ["git", "-C", str(worktree), "-c", "core.hooksPath=/dev/null", "checkout", "-q", "--detach"], check=True
+    )
+    marker.unlink(missing_ok=True)  # anything the agent's own git ran does not count
+    detached = commit_in(workspace, "planter", {"model.py": "print(2)\n"})  # on no branch
+    assert agent_commit(worktree, "HEAD") == detached != first
+    import_commit(workspace.commit_store, workspace.repo_dir, worktree, detached)
+    assert resolve_commit(workspace.commit_store, detached) == detached
+    assert not marker.exists()
