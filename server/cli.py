@@ -289,8 +289,9 @@ def _print_audit(report: dict[str, Any]) -> None:
 @click.option("--agent", required=True, help="the agent's name (its worktree and token)")
 @workspace_option
 @click.option("--url", default=None, help="server URL [the running server's, else http://127.0.0.1:8765/mcp]")
+@click.option("--sandboxed", is_flag=True, help="print a start command inside bubblewrap (the managed workers' view)")
 @_friendly
-def connect(client: str, agent: str, workspace: Path, url: str | None) -> None:
+def connect(client: str, agent: str, workspace: Path, url: str | None, sandboxed: bool) -> None:
     """Create AGENT's worktree and token, write CLIENT's MCP config there, print the start command."""
     from server.connect import connect as do_connect
     from server.connect import issue_token
@@ -304,7 +305,13 @@ def connect(client: str, agent: str, workspace: Path, url: str | None) -> None:
     click.echo(f"# {client} configuration written to {conn.config_path}:")
     click.echo(conn.config_text)
     click.echo(f"# token for {agent}: {issued['token']}")
-    click.echo("# start the agent with:")
+    if sandboxed:
+        from server.connect_sandbox import sandboxed_command
+
+        click.echo("# start the agent inside the sandbox (its worktree and own home; no private/, no server files):")
+        click.echo(sandboxed_command(ws, client, agent, url, conn.worktree))  # type: ignore[arg-type]
+        return
+    click.echo("# start the agent with (unconfined: it can read what this OS user can, private/ too):")
     click.echo(conn.command)
 
 
