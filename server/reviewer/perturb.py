@@ -4,13 +4,15 @@
 Each copy differs from its source in every way a lookup could key on, and in none a model of the
 image should care about:
 - bytes and file hash: new intensity noise and another compression (gzip level 9, PNG level 9,
-  TIFF zlib), so no hash or byte prefix matches; the dtype and header stay, so nothing in the copy
-  announces that it is one;
+  TIFF zlib), so no hash or byte prefix matches; the dtype and the other header fields stay;
 - values: Gaussian noise of `NOISE_FRACTION` of the image's own noise floor (estimated from
   neighbouring-voxel differences, robustly), and never less than one grey level of an integer
   image, so rounding or re-quantising the copy does not give the source back;
-- geometry: none. The shape, affine, spacing and orientation stay as they were, so a prediction of
-  the copy is compared voxel by voxel with the frozen prediction of the source.
+- shape and position: a seeded margin of 0-2 voxels on each side of each spatial axis (at least
+  one voxel in all), filled with the edge values, and the NIfTI affine's origin moved by the low
+  margin, so every original voxel keeps its place in the world: a lookup by shape, header or
+  affine finds nothing, and the copy's prediction, cropped by the margin, is compared voxel by
+  voxel with the frozen prediction of the source. Spacing and orientation stay.
 The noise is well below what separates tissues (the demo's honest threshold model moves a few
 boundary voxels of 80 000), so an honest model's output barely changes.
 """
@@ -55,20 +57,37 @@ def noisy(array: np.ndarray, rng: np.random.Generator, integer: bool) -> np.ndar
     return values + rng.normal(0.0, sigma, values.shape)
 
 
-def perturb_file(source: Path, target: Path, rng: np.random.Generator) -> None:
-    """Write the perturbed, re-encoded copy of `source` to `target` (same format as the name says)."""
+Margin = tuple[tuple[int, int], ...]  # (before, after) voxels per spatial axis
+
+
+def draw_margin(rng: np.random.Generator, spatial_axes: int) -> Margin:
+    """0-2 voxels before and after each spatial axis, at least one voxel in all."""
+    margin = [(int(rng.integers(0, 3)), int(rng.integers(0, 3))) for _ in range(spatial_axes)]
+    if not any(a or b for a, b in margin):
+        margin[int(rng.integers(0, spatial_axes))] = (1, 0)
+    return tuple(margin)
+
+
+def crop(array: np.ndarray, margin: Margin) -> np.ndarray:
+    """The part of a copy's prediction that covers the source's voxels."""
+    return array[tuple(slice(a, array.shape[i] - b) for i, (a, b) in enumerate(margin))]
+
+
+def perturb_file(source: Path, target: Path, rng: np.random.Generator, margin: Margin) -> None:
+    """Write the perturbed, re-encoded copy of `source` to `target` (same format as the name says),
+    with `margin` added around its first spatial axes (three for NIfTI, two for PNG / TIFF)."""
     name = source.name.lower()
     if name.endswith((".nii.gz", ".nii")):
-        _nifti(source, target, rng, compressed=name.endswith(".gz"))
+        _nifti(source, target, rng, margin, compressed=name.endswith(".gz"))
     elif name.endswith(".png"):
-        _plain(source, target, rng, "png")
+        _plain(source, target, rng, margin[:2], "png")
     elif name.endswith((".tif", ".tiff")):
-        _plain(source, target, rng, "tiff")
+        _plain(source, target, rng, margin[:2], "tiff")
     else:
         raise ValueError(f"no perturbation for {source.name}: expected one of {', '.join(SUFFIXES)}")
 
 
-def _nifti(source: Path, target: Path, rng: np.random.Generator, compressed: bool) -> None:
+def _nifti(source: Path, target: Path, rng: np.random.Generator, margin: Margin, compressed: bool) -> None:
     """The copy keeps its dtype and header (nothing in it says it is a copy), only the values and
     the gzip level change; an integer image gets whole grey levels of noise (see `noisy`)."""
     import nibabel as nib
@@ -81,14 +100,23 @@ def _nifti(source: Path, target: Path, rng: np.random.Generator, compressed: boo
         and getattr(image.dataobj, "inter", 0.0) == 0.0
     )
     values = noisy(np.asarray(image.dataobj, dtype=np.float64), rng, dtype.kind in "iu")
-    data = _in_dtype(values, dtype if plain else np.dtype(np.float32))  # scaled integers are stored as floats
+    data = _in_dtype(_padded(values, margin[:3]), dtype if plain else np.dtype(np.float32))  # scaled ints: floats
+    affine = np.array(image.affine, dtype=np.float64)
+    low = np.zeros(3)
+    low[: len(margin[:3])] = [a for a, _ in margin[:3]]
+    affine[:3, 3] -= affine[:3, :3] @ low  # the source's voxel (0, 0, 0) stays where it was in the world
     header = image.header.copy()
     header.set_data_dtype(data.dtype)
-    copy = nib.Nifti1Image(data, image.affine, header)
-    copy.set_qform(image.affine, int(header["qform_code"]) or 1)
-    copy.set_sform(image.affine, int(header["sform_code"]) or 1)
+    copy = nib.Nifti1Image(data, affine, header)
+    copy.set_qform(affine, int(header["qform_code"]) or 1)
+    copy.set_sform(affine, int(header["sform_code"]) or 1)
     data_bytes = copy.to_bytes()
     target.write_bytes(gzip.compress(data_bytes, compresslevel=9, mtime=0) if compressed else data_bytes)
+
+
+def _padded(values: np.ndarray, margin: Margin) -> np.ndarray:
+    widths = [*margin[: values.ndim], *[(0, 0)] * (values.ndim - len(margin[: values.ndim]))]
+    return np.pad(values, widths, mode="edge")
 
 
 def _in_dtype(values: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
@@ -99,7 +127,7 @@ def _in_dtype(values: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
     return values.astype(dtype if dtype.kind == "f" else np.float32)
 
 
-def _plain(source: Path, target: Path, rng: np.random.Generator, kind: str) -> None:
+def _plain(source: Path, target: Path, rng: np.random.Generator, margin: Margin, kind: str) -> None:
     """PNG / TIFF keep their dtype (a PNG holds only 8- or 16-bit grey levels)."""
     if kind == "tiff":
         import tifffile
@@ -109,7 +137,7 @@ def _plain(source: Path, target: Path, rng: np.random.Generator, kind: str) -> N
         import imageio.v3 as iio
 
         array = np.asarray(iio.imread(source))
-    copy = _in_dtype(noisy(array, rng, array.dtype.kind in "iub"), array.dtype)
+    copy = _in_dtype(_padded(noisy(array, rng, array.dtype.kind in "iub"), margin), array.dtype)
     if kind == "tiff":
         tifffile.imwrite(target, copy, compression="zlib")
     else:

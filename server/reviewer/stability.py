@@ -6,8 +6,9 @@ input (by its file hash, its bytes, its name): the replay then reproduces the fr
 perfectly, and the score is the labels'. So, once the replay has reproduced them, the reviewer
 replays the same command, commit and checkpoint on copies of the same validation inputs that no
 agent has seen in that form (server/reviewer/perturb.py: imperceptible seeded noise, another
-encoding, the same geometry) under fresh pseudonyms (names drawn per review, so a lookup by case
-name finds nothing), and requires every label of every case to stay what the frozen prediction
+encoding, a margin of a voxel or two that changes the shape and the origin but not the anatomy),
+under fresh pseudonyms (drawn per review, so a lookup by case name finds nothing), and requires
+every label of every case, cropped back to the source's voxels, to stay what the frozen prediction
 says: Dice at least `STABLE_DICE`, or no more than `CHANGE_ALLOWANCE` voxels of that label changed
 (a structure of three voxels may gain or lose one under noise; a memorised one changes wholesale).
 The seed of the noise and the pseudonyms is fresh per review and recorded.
@@ -29,7 +30,7 @@ from server.errors import DataUnreadable
 from server.reviewer.agreement import label_agreements
 from server.reviewer.context import ReviewContext
 from server.reviewer.images import read_volume
-from server.reviewer.perturb import can_perturb, perturb_file
+from server.reviewer.perturb import Margin, can_perturb, crop, draw_margin, perturb_file
 from server.reviewer.replay import ReplayCase, replay, replay_failed, replay_verdict
 from server.reviewer.report import Check, unverifiable
 from server.reviewer.reproduce import IMAGE_TYPES, counted_cases, frozen_files, replay_groups, replay_inputs
@@ -55,12 +56,13 @@ def stability_check(ctx: ReviewContext, reproduced: Check) -> Check:
     with tempfile.TemporaryDirectory(prefix="amid-perturbed-") as tmp:
         for folds in replay_groups(ctx):
             cases = [case for fold in folds for case in counted[fold]]
-            copies = [_copy(ctx, case, names[case], Path(tmp), rng) for case in cases]
+            margins = {case: draw_margin(rng, 3) for case in cases}
+            copies = [_copy(ctx, case, names[case], margins[case], Path(tmp), rng) for case in cases]
             with replay(ctx, copies, "stability", fold=folds[0]) as run:
                 if not run.succeeded:
                     failed = replay_failed(ctx, run, cases, code=CODE)
                     return failed.model_copy(update={"evidence": {**failed.evidence, "seed": seed}})
-                compared += [_compare(ctx, fold, case, names[case], run.outputs) for fold in folds
+                compared += [_compare(ctx, fold, case, (names[case], margins[case]), run.outputs) for fold in folds
                              for case in counted[fold]]  # fmt: skip
     verdict = replay_verdict(compared, run, code=CODE, what="perturbed-copy")
     return verdict.model_copy(update={"evidence": {**verdict.evidence, "seed": seed, "stable_dice": STABLE_DICE,
@@ -83,28 +85,31 @@ def _pseudonyms(rng: np.random.Generator, cases: list[str]) -> dict[str, str]:
     return names if len(set(names.values())) == len(names) else _pseudonyms(rng, cases)
 
 
-def _copy(ctx: ReviewContext, case_id: str, name: str, folder: Path, rng: np.random.Generator) -> ReplayCase:
+def _copy(
+    ctx: ReviewContext, case_id: str, name: str, margin: Margin, folder: Path, rng: np.random.Generator
+) -> ReplayCase:
     """The case's input files perturbed under the pseudonym (`CASE_0000.nii.gz` → `NAME_0000.nii.gz`)."""
     copies = []
     for source in replay_inputs(ctx, case_id).images:
         suffix = source.name[len(case_id) :] if source.name.startswith(case_id) else f"_{source.name}"
         target = folder / f"{name}{suffix}"
-        perturb_file(source, target, rng)
+        perturb_file(source, target, rng, margin)
         copies.append(target)
     return ReplayCase(name, tuple(copies))
 
 
-def _compare(ctx: ReviewContext, fold: int, case_id: str, name: str, outputs: Path) -> dict[str, Any]:
-    ending = ctx.contract.layout.file_ending
-    item: dict[str, Any] = {"fold": fold, "case_id": case_id, "copy": name, "threshold": STABLE_DICE}
+def _compare(ctx: ReviewContext, fold: int, case_id: str, copy: tuple[str, Margin], outputs: Path) -> dict[str, Any]:
+    ending, (name, margin) = ctx.contract.layout.file_ending, copy
+    item: dict[str, Any] = {"fold": fold, "case_id": case_id, "copy": name, "margin": margin, "threshold": STABLE_DICE}
     try:
         replayed = read_volume(outputs / f"{name}{ending}", ending).array
         frozen = read_volume(frozen_files(ctx, fold)[case_id], ending).array
     except (DataUnreadable, OSError) as exc:
         return {**item, "agreement": 0.0, "problem": f"no usable output for the copy: {exc}"[:200]}
-    if replayed.shape != frozen.shape:
-        return {**item, "agreement": 0.0, "problem": f"shape {list(replayed.shape)} against {list(frozen.shape)}"}
-    return {**item, **_judged(replayed, frozen)}
+    expected = [n + a + b for n, (a, b) in zip(frozen.shape, [*margin, *[(0, 0)] * frozen.ndim], strict=False)]
+    if list(replayed.shape) != expected:
+        return {**item, "agreement": 0.0, "problem": f"shape {list(replayed.shape)}, expected {expected}"}
+    return {**item, **_judged(crop(replayed, margin[: frozen.ndim]), frozen)}
 
 
 def _judged(replayed: np.ndarray, frozen: np.ndarray) -> dict[str, Any]:
