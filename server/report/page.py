@@ -106,6 +106,7 @@ def render(run: RunData, facts: RunFacts, *, generated_at: datetime, refresh_s: 
         tables.package_table(run, facts.package, facts.package_dir),
         tables.lanes_table(run),
         tables.notes_table(run),
+        tables.workers_table(run),
     )
     stamp = generated_at.strftime("%Y-%m-%d %H:%M:%S")
     refresh = f"; reloads every {refresh_s} s" if refresh_s else ""

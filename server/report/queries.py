@@ -67,6 +67,9 @@ SQL: dict[str, str] = {
     "final": "SELECT attempt_id, lane_id, verified_score, reason, package_path, decided_at FROM v_final_choice "
     "ORDER BY choice_id DESC LIMIT 1",
     "notes": "SELECT note_id, agent_id, kind, lane_id, title, created_at FROM notes ORDER BY note_id DESC LIMIT 12",
+    "workers": "SELECT w.agent_id, w.backend, w.state, w.session_id, (SELECT t.detail FROM worker_transitions t "
+    "WHERE t.agent_id = w.agent_id AND t.detail LIKE '%\"sandbox\"%' ORDER BY t.transition_id DESC LIMIT 1) "
+    "AS launch FROM workers w ORDER BY w.agent_id",
 }
 
 

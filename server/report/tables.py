@@ -96,3 +96,16 @@ def package_table(run: RunData, package: dict[str, Any] | None, package_dir: Pat
         ["verify", el("code", f"amid verify-package {quote(str(package_dir))} -w {quote(str(package_dir.parent))}")],
     ]
     return table("table-package", title, ["field", "value"], rows, "", data_attempt=str(package.get("attempt_id")))
+
+
+def workers_table(run: RunData) -> Markup:
+    """Managed workers, each with the sandbox its last start ran in (`none` only where the user chose it)."""
+    rows = [[w["agent_id"], w["backend"], w["state"], _sandbox(w["launch"]), w["session_id"] or "-"]
+            for w in run.tables["workers"]]  # fmt: skip
+    return table("table-workers", "Managed workers", ["agent", "backend", "state", "sandbox", "session"], rows,
+                 "no managed worker has started")  # fmt: skip
+
+
+def _sandbox(launch: str | None) -> Markup:
+    kind = json.loads(launch).get("sandbox", "?") if launch else "?"
+    return el("span", kind, class_="sandbox", data_sandbox=kind)
