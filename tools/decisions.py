@@ -116,18 +116,15 @@ def choose_final(ctx: ToolContext, request: ChooseFinalInput) -> ChooseFinalResu
 
 
 def _eligible(ctx: ToolContext, attempt_id: str) -> dict[str, Any]:
+    """The attempt's v_evidence row if it may be final (the package builder's own rule), else Conflict."""
+    from server.package.evidence import final_problems
+
     row = ctx.ledger.db.fetchone("SELECT * FROM v_evidence WHERE attempt_id = ?", [attempt_id])
     if row is None:
         raise invalid("attempt_id", attempt_id, "an attempt id from run_evidence")
-    lane = ctx.ledger.lanes.get(row["lane_id"]) if row["lane_id"] else None
-    problems = [
-        f"status is {row['status']}, not accepted" if row["status"] != "accepted" else "",
-        f"budget class is {row['budget_class']}, not real" if row["budget_class"] != "real" else "",
-        "its holdout gate failed" if not row["holdout_gated"] else "",
-        "" if lane and lane["status"] in ("promoted", "challenger") else "its lane is not promoted or challenger",
-    ]
-    if any(problems):
-        raise Conflict(f"attempt_id: {attempt_id} cannot be final: {'; '.join(p for p in problems if p)}")
+    problems = final_problems(row, ctx.ledger.lanes.get(row["lane_id"]) if row["lane_id"] else None)
+    if problems:
+        raise Conflict(f"attempt_id: {attempt_id} cannot be final: {'; '.join(problems)}")
     return row
 
 

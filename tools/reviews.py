@@ -173,6 +173,10 @@ class LeaderboardRow(BaseModel):
     agent_id: str
     commit: str
     verified_score: float
+    score_se: float | None = Field(description="standard error of verified_score from its per-case scores")
+    tries: int = Field(description="attempts the same agent had scored on the same lane")
+    ranked_by: float = Field(description="the bound ranked on: verified_score less z·score_se (plus, if lower "
+                             "is better), z widened for the tries (Bonferroni at 5 %)")  # fmt: skip
     n_folds: int
 
 
@@ -183,7 +187,8 @@ class Leaderboard(ToolResult):
 
 
 def leaderboard(ctx: ToolContext, request: LeaderboardInput) -> Leaderboard:
-    """Accepted attempts ranked per lane by the reviewer's verified primary metric (mean over folds)."""
+    """Accepted attempts ranked per lane by a pessimistic bound of the reviewer's verified primary metric
+    (mean over folds), widened for the agent's number of tries on the lane, so a lucky repeat is no win."""
     primary = ctx.contract.primary
     rows = ctx.ledger.reviews.leaderboard(primary.direction == "higher_better", request.lane_id, request.per_lane)
     return Leaderboard(
@@ -197,6 +202,9 @@ def leaderboard(ctx: ToolContext, request: LeaderboardInput) -> Leaderboard:
                 agent_id=r["agent_id"],
                 commit=r["commit_sha"][:12],
                 verified_score=r["verified_score"],
+                score_se=r["score_se"],
+                tries=r["tries"],
+                ranked_by=r["score_bound"],
                 n_folds=r["n_folds"],
             )
             for r in rows

@@ -47,6 +47,8 @@ class AttemptEvidence(BaseModel):
     verified_score: float | None
     fold_spread: float | None = Field(description="sample standard deviation of the verified fold scores")
     n_folds: int | None
+    score_se: float | None = Field(default=None, description="standard error of verified_score (per-case spread)")
+    tries: int = Field(default=1, description="attempts its agent had scored on its lane (ranking widens for them)")
     holdout_gated: bool = Field(description="the review's holdout gate did not fail")
     failed_codes: list[str]
     created_at: str
@@ -108,6 +110,8 @@ def _attempt(row: dict[str, Any]) -> AttemptEvidence:
         verified_score=row["verified_score"],
         fold_spread=row["fold_spread"],
         n_folds=row["n_folds"],
+        score_se=row["score_se"],
+        tries=row["tries"] or 1,
         holdout_gated=bool(row["holdout_gated"]),
         failed_codes=(row["failed_codes"] or "").split(",") if row["failed_codes"] else [],
         created_at=_iso(row["created_at"]),

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from server.errors import Conflict, Forbidden, NotFound
 from server.ledger.database import Database, utcnow
+from server.ranking import rank_rows
 
 Verdict = Literal["accepted", "rejected"]
 
@@ -29,6 +30,7 @@ class MetricRow:
     n_nan: int | None = None
     n_capped: int | None = None
     predictor: str | None = None
+    case_se: float | None = None  # standard error of the fold's mean from its per-case scores
 
 
 @dataclass(frozen=True)
@@ -171,9 +173,9 @@ class Reviews:
     def _insert_metric(cur: Any, attempt_id: str, review_id: str, m: MetricRow, now: Any) -> None:
         cur.execute(
             "INSERT INTO metrics (attempt_id, source, scope, fold, metric, value, n_cases, n_valid, n_nan, n_capped, "
-            "recorded_at, review_id) VALUES (?, 'reviewer', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "recorded_at, review_id, case_se) VALUES (?, 'reviewer', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [attempt_id, m.scope, m.fold, m.metric, m.value, m.n_cases, m.n_valid, m.n_nan, m.n_capped, now,
-             review_id],
+             review_id, m.case_se],
         )  # fmt: skip
 
     @staticmethod
@@ -250,12 +252,16 @@ class Reviews:
         return [MetricRow(scope="baseline", **row) for row in rows]
 
     def leaderboard(self, higher_is_better: bool, lane_id: str | None, per_lane: int) -> list[dict[str, Any]]:
-        """Accepted attempts ranked within each lane by verified primary score (`v_leaderboard`)."""
-        order = "DESC" if higher_is_better else "ASC"
-        return self.db.cached_fetchall(
-            "SELECT * FROM (SELECT lane_id, attempt_id, agent_id, commit_sha, verified_score, n_folds, "
-            f"row_number() OVER (PARTITION BY lane_id ORDER BY verified_score {order}, n_folds DESC, updated_at) "
-            "AS rank FROM v_leaderboard WHERE verified_score IS NOT NULL AND (? IS NULL OR lane_id = ?)) "
-            "WHERE rank <= ? ORDER BY lane_id NULLS LAST, rank",
-            [lane_id, lane_id, per_lane],
+        """Accepted attempts ranked within each lane by the pessimistic bound of their verified primary
+        score (`server.ranking`), each with its rank, bound, standard error and number of tries."""
+        rows = self.db.cached_fetchall(
+            "SELECT lane_id, attempt_id, agent_id, commit_sha, verified_score, n_folds, score_se, tries, created_at "
+            "FROM v_leaderboard WHERE verified_score IS NOT NULL AND (? IS NULL OR lane_id = ?)",
+            [lane_id, lane_id],
         )
+        by_lane: dict[str | None, list[dict[str, Any]]] = {}
+        for row in rank_rows([dict(r) for r in rows], higher_is_better):
+            ranked = by_lane.setdefault(row["lane_id"], [])
+            if len(ranked) < per_lane:
+                ranked.append({**row, "rank": len(ranked) + 1})
+        return [row for lane in sorted(by_lane, key=lambda k: (k is None, k or "")) for row in by_lane[lane]]

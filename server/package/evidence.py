@@ -10,6 +10,7 @@ from typing import Any
 
 from server.errors import Conflict, NotFound
 from server.ledger import Ledger
+from server.ranking import rank_rows
 
 FINAL_LANE_STATES = ("promoted", "challenger")
 
@@ -100,8 +101,8 @@ def lineage(ledger: Ledger, parent_id: str | None, limit: int = 100) -> list[dic
 
 
 def best_eligible(ledger: Ledger) -> str:
-    """The final candidate without a supervisor: the best verified primary metric (direction-aware)
-    among accepted, real, holdout-gated attempts of promoted or challenger lanes; ties: the oldest."""
+    """The final candidate without a supervisor: the top-ranked (`server.ranking`: a bound of the
+    verified primary score widened for tries) of the attempts `final_problems` allows."""
     higher = ledger.activity.get_state("primary_direction", "higher_better") == "higher_better"
     rows = ledger.db.fetchall("SELECT * FROM v_evidence WHERE status = 'accepted' ORDER BY created_at, attempt_id")
     lanes = {r["lane_id"]: ledger.lanes.get(r["lane_id"]) for r in rows if r["lane_id"]}
@@ -113,6 +114,4 @@ def best_eligible(ledger: Ledger) -> str:
             f"{': ' + why if why else ': no accepted attempt'}; promote a lane with `amid supervise` first",
             field="attempt_id",
         )
-    sign = -1.0 if higher else 1.0
-    best = min(eligible, key=lambda r: sign * float(r["verified_score"]))  # min keeps the oldest of equals
-    return str(best["attempt_id"])
+    return str(rank_rows(eligible, higher)[0]["attempt_id"])  # the one ranking; ties: the oldest

@@ -63,7 +63,8 @@ SQL: dict[str, str] = {
     "holdout": "SELECT s.attempt_id, s.lane_id, s.status::VARCHAR AS status, s.verified_score AS validation, "
     "h.verified_value AS holdout FROM v_score_over_time s JOIN v_declared_vs_verified h "
     "ON h.attempt_id = s.attempt_id AND h.scope = 'holdout' AND h.is_primary ORDER BY s.attempt_id",
-    "leaderboard": "SELECT attempt_id, agent_id, lane_id, commit_sha, verified_score, n_folds FROM v_leaderboard",
+    "leaderboard": "SELECT attempt_id, agent_id, lane_id, commit_sha, verified_score, n_folds, score_se, tries, "
+    "created_at FROM v_leaderboard",
     "final": "SELECT attempt_id, lane_id, verified_score, reason, package_path, decided_at FROM v_final_choice "
     "ORDER BY choice_id DESC LIMIT 1",
     "notes": "SELECT note_id, agent_id, kind, lane_id, title, created_at FROM notes ORDER BY note_id DESC LIMIT 12",

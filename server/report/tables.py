@@ -7,6 +7,7 @@ from pathlib import Path
 from shlex import quote
 from typing import Any
 
+from server.ranking import rank_rows
 from server.report.markup import Child, Markup, el, fmt
 from server.report.queries import RunData, as_time
 
@@ -38,13 +39,18 @@ def _best_cell(score: float | None) -> Markup:
     return el("span", fmt(score), class_="best", data_value=score)
 
 
+def _ranked(run: RunData) -> list[dict[str, Any]]:
+    return rank_rows([dict(r) for r in run.tables["leaderboard"]], run.higher_better)
+
+
 def leaderboard_table(run: RunData) -> Markup:
-    ranked = sorted(run.tables["leaderboard"], key=lambda r: float(r["verified_score"]), reverse=run.higher_better)
     rows = [[rank, r["attempt_id"], r["agent_id"], r["lane_id"], _best_cell(float(r["verified_score"])),
-             r["n_folds"], str(r["commit_sha"])[:12]] for rank, r in enumerate(ranked, start=1)]  # fmt: skip
-    header = ["rank", "attempt", "agent", "lane", f"verified {run.metric}", "folds", "commit"]
-    return table("table-leaderboard", "Leaderboard (accepted attempts, verified scores)", header, rows,
-                 "no attempt has been accepted")  # fmt: skip
+             fmt(r["score_se"]), r["tries"], fmt(r["score_bound"]), r["n_folds"], str(r["commit_sha"])[:12]]
+            for rank, r in enumerate(_ranked(run), start=1)]  # fmt: skip
+    header = ["rank", "attempt", "agent", "lane", f"verified {run.metric}", "± SE", "tries", "ranked by", "folds",
+              "commit"]  # fmt: skip
+    return table("table-leaderboard", "Leaderboard (accepted attempts, ranked by a bound widened for tries)", header,
+                 rows, "no attempt has been accepted")  # fmt: skip
 
 
 def notes_table(run: RunData) -> Markup:

@@ -81,6 +81,7 @@ class VerifiedMetric(BaseModel):
     n_valid: int
     n_nan: int
     n_capped: int
+    case_se: float | None = None  # standard error of the mean from per-case scores (grouped), folds only
 
 
 class BaselineValue(BaseModel):

@@ -15,20 +15,21 @@ import traceback
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from server.ranking import standard_error
 from server.reviewer.access import access_check
 from server.reviewer.bounded import exit_with, kill_live_groups
 from server.reviewer.context import ReviewContext
 from server.reviewer.duplicates import duplicate_check
 from server.reviewer.fold_checks import fold_check, incomplete_check, schema_check, split_leak_check
 from server.reviewer.graded_folds import review_graded_fold
-from server.reviewer.holdout import holdout_check
+from server.reviewer.holdout import case_scores, holdout_check
 from server.reviewer.integrity import artifact_checks, commit_check, evidence_check
 from server.reviewer.job import ReviewJob, report_paths
 from server.reviewer.metric_checks import direction_check, mismatch_check, trivial_check
 from server.reviewer.predictions import FoldResult, baseline_name, review_fold
 from server.reviewer.report import CODES, BaselineValue, ReviewReport, VerifiedMetric, unverifiable, verdict_of
 from server.reviewer.reproduce import reproduction_check
-from server.reviewer.scoring import mean_value, plan_metrics
+from server.reviewer.scoring import PlannedMetric, mean_value, plan_metrics
 from server.reviewer.stability import stability_check
 from server.reviewer.submission import submission_check
 from server.reviewer.tabular import review_table_fold
@@ -75,7 +76,7 @@ def review(job: ReviewJob, ctx: ReviewContext | None = None) -> ReviewReport:
         commit=job.commit,
         verdict=verdict_of(checks),
         checks=checks,
-        metrics=[*_fold_metrics(results), *holdout_metrics],
+        metrics=[*_fold_metrics(results, plan, ctx.folds.case_groups), *holdout_metrics],
         baselines=new_baselines,
         value_hashes={
             r.byte_hashes[c]: r.value_hashes[c] for r in results for c in r.value_hashes if c in r.byte_hashes
@@ -85,10 +86,15 @@ def review(job: ReviewJob, ctx: ReviewContext | None = None) -> ReviewReport:
     )
 
 
-def _fold_metrics(results: list[FoldResult]) -> list[VerifiedMetric]:
+def _fold_metrics(results: list[FoldResult], plan: list[PlannedMetric], groups: dict[str, str]) -> list[VerifiedMetric]:
+    by_name = {m.name: m for m in plan}
+
+    def case_se(r: FoldResult, name: str) -> float | None:  # the noise ranking needs, even for one fold
+        return standard_error(case_scores(by_name[name], r.case_values), groups) if name in by_name else None
+
     return [
         VerifiedMetric(scope="fold", fold=r.fold, metric=name, value=mean_value(s), n_cases=s.n_cases,
-                       n_valid=s.n_valid, n_nan=s.n_nan, n_capped=s.n_capped)
+                       n_valid=s.n_valid, n_nan=s.n_nan, n_capped=s.n_capped, case_se=case_se(r, name))
         for r in results for name, s in r.summaries.items()
     ]  # fmt: skip
 

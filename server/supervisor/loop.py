@@ -119,7 +119,7 @@ class Supervisor:
         evidence = {
             "ranking": [
                 {"lane_id": lane.lane_id, "attempt_id": lane.best.attempt_id, "score": lane.score,
-                 "fold_spread": lane.spread}
+                 "score_se": lane.spread, "tries": lane.best.tries, "bound": lane.bound}
                 for lane in promotion.ranking
             ]
         }  # fmt: skip
@@ -137,13 +137,11 @@ class Supervisor:
         if not candidates:
             report.waiting = "finalization: no accepted, real, holdout-gated attempt on a promoted lane"
             return view
-        best = candidates[0]
-        for a in candidates[1:]:
-            if view.better(a.verified_score or 0.0, best.verified_score):
-                best = a
+        best = view.ranked(candidates)[0]  # the one ranking: bound widened for tries
         reason = (
             f"best accepted real holdout-gated attempt of the promoted lanes: {best.attempt_id} on {best.lane_id}, "
-            f"verified {view.evidence.metric}={best.verified_score:.4g}; audit {audit['audit_id']} revoked "
+            f"verified {view.evidence.metric}={best.verified_score:.4g} (bound {view.bound(best):.4g} after "
+            f"{best.tries} tries); audit {audit['audit_id']} revoked "
             f"{len(audit['revoked'])}"
         )
         chosen = await self.call(

@@ -1,6 +1,9 @@
-"""Promotion (DESIGN §9): rank lanes by their best counted attempt (accepted, `real`, holdout-gated,
-verified primary score), in the metric's direction. The runner-up is kept as challenger when the gap
-between the two is within noise: the fold spreads of the two best attempts, combined.
+"""Promotion: rank lanes by their top-ranked counted attempt (accepted, `real`, holdout-gated,
+verified primary score) through the one ranking of `server.ranking` — a pessimistic bound of the
+verified score, widened for the tries its agent made on the lane, in the metric's direction. The
+runner-up is kept as challenger when the gap between the two raw scores is within noise: the
+standard errors of the two scores, combined. A score's standard error comes from its per-case
+spread (so one-fold attempts have noise too); without one, from its fold scores.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from tools.run_evidence import AttemptEvidence
 class LaneEvidence:
     lane_id: str
     best: AttemptEvidence
+    bound: float
 
     @property
     def score(self) -> float:
@@ -24,12 +28,16 @@ class LaneEvidence:
 
     @property
     def spread(self) -> float:
-        return self.best.fold_spread or 0.0
+        """Standard error of the verified score (per-case spread; else fold scores over √folds)."""
+        if self.best.score_se is not None:
+            return self.best.score_se
+        folds = self.best.n_folds or 1
+        return (self.best.fold_spread or 0.0) / math.sqrt(folds)
 
     def describe(self, metric: str) -> str:
         return (
-            f"lane {self.lane_id}: {self.best.attempt_id} {metric}={self.score:.4g} "
-            f"(fold spread {self.spread:.3g} over {self.best.n_folds} fold(s))"
+            f"lane {self.lane_id}: {self.best.attempt_id} {metric}={self.score:.4g} ± {self.spread:.3g} "
+            f"(bound {self.bound:.4g} after {self.best.tries} tries, {self.best.n_folds} fold(s))"
         )
 
 
@@ -42,10 +50,9 @@ class Promotion:
 
 
 def rank_lanes(view: RunView) -> list[LaneEvidence]:
-    """Lanes with counted evidence, best first (ties: fewer fold spread, then lane id)."""
-    found = [LaneEvidence(lane.lane_id, best) for lane in view.evidence.lanes if (best := view.best(lane.lane_id))]
-    sign = -1.0 if view.evidence.higher_is_better else 1.0
-    return sorted(found, key=lambda lane: (sign * lane.score, lane.spread, lane.lane_id))
+    """Lanes with counted evidence, best first, in the order their top attempts rank."""
+    tops = [best for lane in view.evidence.lanes if (best := view.best(lane.lane_id))]
+    return [LaneEvidence(str(a.lane_id), a, view.bound(a)) for a in view.ranked(tops)]
 
 
 def noise(a: LaneEvidence, b: LaneEvidence) -> float:

@@ -3,13 +3,16 @@ restarts), and the questions every policy asks of it: which attempts count, whic
 has a lane or an agent stopped improving.
 
 Only `real` attempts that the reviewer accepted, whose holdout gate passed and that carry a verified
-primary score count for coverage, plateau and promotion (DESIGN §9).
+primary score count for coverage, plateau and promotion. "Best" is the one ranking of
+`server.ranking`: a pessimistic bound of the verified score, widened for the agent's tries.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from server.ranking import bound, order_key
 from tools.run_evidence import AttemptEvidence, EvidenceResult
 
 
@@ -55,13 +58,24 @@ class RunView:
     def counted(self, lane_id: str | None = None) -> list[AttemptEvidence]:
         return [a for a in self.evidence.attempts if self.counts(a) and (lane_id is None or a.lane_id == lane_id)]
 
+    def bound(self, attempt: AttemptEvidence) -> float:
+        """The pessimistic bound the attempt is ranked by (`server.ranking`)."""
+        assert attempt.verified_score is not None
+        return bound(attempt.verified_score, attempt.score_se, attempt.tries, self.evidence.higher_is_better)
+
+    def ranked(self, attempts: list[AttemptEvidence]) -> list[AttemptEvidence]:
+        """Attempts with a verified score, best first by the one ranking (ties: older, then id)."""
+        hib = self.evidence.higher_is_better
+
+        def key(a: AttemptEvidence) -> tuple[Any, ...]:
+            return order_key(a.verified_score or 0.0, a.score_se, a.tries, hib, a.created_at, a.attempt_id)
+
+        return sorted((a for a in attempts if a.verified_score is not None), key=key)
+
     def best(self, lane_id: str) -> AttemptEvidence | None:
-        best: AttemptEvidence | None = None
-        for attempt in self.counted(lane_id):
-            assert attempt.verified_score is not None
-            if best is None or self.better(attempt.verified_score, best.verified_score):
-                best = attempt
-        return best
+        """The lane's top-ranked counted attempt."""
+        ranked = self.ranked(self.counted(lane_id))
+        return ranked[0] if ranked else None
 
     def non_improving_streak(self, lane_id: str, agent_id: str | None = None, since: str | None = None) -> list[str]:
         """The trailing reviewed `real` attempts (of one agent, or anyone; created after `since`) that

@@ -67,6 +67,12 @@ async def test_an_honest_model_replays_on_the_holdout_without_a_gap(holdout_serv
     holdout = {m["metric"]: m for m in review["metrics"] if m["scope"] == "holdout"}
     assert set(holdout) == {"dice", "hd95"} and holdout["dice"]["n_cases"] == 2 * len(_holdout_ids(holdout_services))
     assert holdout["dice"]["declared"] is None  # the agent never sees holdout labels, so never declares them
+    spread = holdout_services.ledger.db.scalar(
+        "SELECT case_se FROM metrics WHERE attempt_id = ? AND source = 'reviewer' AND scope = 'fold' "
+        "AND metric = 'dice'",
+        [review["attempt_id"]],
+    )
+    assert spread is not None and 0 < spread < 0.5  # a one-fold attempt's noise for ranking, from its cases
 
 
 def _gate_evidence(services: Services, review: dict[str, Any]) -> dict[str, Any]:

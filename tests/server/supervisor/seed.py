@@ -40,8 +40,10 @@ def reviewed(
     budget_class: str = "real",
     codes: tuple[str, ...] = (),
     pin: bool = True,
+    case_se: float | None = None,
 ) -> str:
-    """One attempt with a finished review: verified primary scores per fold and the verdict."""
+    """One attempt with a finished review: verified primary scores per fold (each with the standard
+    error of its per-case scores, when given) and the verdict."""
     if ledger.identities.role_of(agent_id) is None:
         ledger.identities.create_token(agent_id, "agent")
     sha = _head(workspace)
@@ -63,7 +65,7 @@ def reviewed(
     metric = str(ledger.activity.get_state("primary_metric"))
     checks = [CheckRow("HOLDOUT_GAP", True, "error", "within tolerance", {})]
     checks += [CheckRow(code, False, "error", f"{code} fired", {}) for code in codes]
-    metrics = [MetricRow("fold", fold, metric, value) for fold, value in enumerate(fold_scores)]
+    metrics = [MetricRow("fold", fold, metric, value, case_se=case_se) for fold, value in enumerate(fold_scores)]
     ledger.reviews.finish(review["review_id"], ReviewOutcome(verdict=verdict, checks=checks, metrics=metrics))
     return attempt_id
 
