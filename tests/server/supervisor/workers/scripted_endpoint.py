@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from dataclasses import asdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -30,6 +31,7 @@ class ScriptedEndpoint:
         self.script = script  # what the model does: attempt_script's steps, spelled by the subclass
         self.requests: list[dict[str, Any]] = []
         self.turns: list[dict[str, Any]] = []
+        self.started = time.monotonic()
         endpoint = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -62,7 +64,8 @@ class ScriptedEndpoint:
         """Keep one scripted turn, abridged: the last tool result received and the step answered."""
         received = abridge(results[-1]) if results else "(the prompt)"
         answered = {"step": type(step).__name__, **{k: abridge(str(v)) for k, v in asdict(step).items()}}
-        self.turns.append({"turn": len(self.turns) + 1, "received": received, "answered": answered})
+        at_s = round(time.monotonic() - self.started, 1)
+        self.turns.append({"turn": len(self.turns) + 1, "at_s": at_s, "received": received, "answered": answered})
         return step
 
     def save_turns(self, path: Path) -> None:
