@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import git
 import pytest
@@ -78,7 +79,7 @@ def _victim(ws: Workspace) -> tuple[Path, str]:
     return other, sha
 
 
-def _spec(ws: Workspace, mine: Path, other: Path, sha: str, origin: Path) -> dict[str, dict[str, object]]:
+def _spec(ws: Workspace, mine: Path, other: Path, sha: str, origin: Path) -> dict[str, dict[str, Any]]:
     store_object = next(p for p in (ws.commit_store / "objects").rglob("*") if p.is_file())
     read = {
         "own": mine / "AGENTS.md", "task": ws.task_dir / "contract.yaml", "memory": ws.memory_dir,
