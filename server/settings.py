@@ -42,6 +42,9 @@ class Settings(BaseModel):
         "evidence: sandbox=none); auto is an old name of bwrap",
     )
     grader_timeout_s: float = Field(default=300.0, gt=0, description="limit for a task's own grader (seconds)")
+    holdout_alpha: float = Field(
+        default=0.01, gt=0, lt=0.5, description="the holdout gate's false-rejection rate for an honest attempt"
+    )
     job_backend: str = Field(default="local", description="job backend: local, ray or slurm")
     ray_address: str | None = Field(default=None, description="Ray cluster address for job_backend=ray")
     max_concurrent_jobs: int = Field(default=4, ge=1, description="jobs the local backend runs at once")

@@ -110,6 +110,7 @@ def _compare(
         metric_tolerance=primary.tolerance,
         seed=ctx.contract.validation.seed,
         groups={**ctx.folds.case_groups, **{c.case_id: c.group for c in ctx.holdout_cases if c.group}},
+        alpha=ctx.job.holdout_alpha,
     )
     base = {"metric": primary.name, "n_holdout_cases": len(ctx.holdout_cases), "missing_outputs": head(missing),
             "n_missing_outputs": len(missing), "replay_seconds": round(seconds, 2)}  # fmt: skip

@@ -61,6 +61,7 @@ class ReviewJob(BaseModel):
     replay_timeout_s: float
     replay_sandbox: SandboxSetting = "auto"
     grader_timeout_s: float
+    holdout_alpha: float = 0.01  # the holdout gate's stated false-rejection rate (settings.holdout_alpha)
     python: str
     grader_python: str | None = None  # the interpreter named at init for the task's grader
 
@@ -89,6 +90,7 @@ def build_job(ledger: Ledger, workspace: Workspace, settings: Settings, review_i
         replay_timeout_s=settings.replay_timeout_s,
         replay_sandbox=settings.replay_sandbox,
         grader_timeout_s=settings.grader_timeout_s,
+        holdout_alpha=settings.holdout_alpha,
         python=sys.executable,
         grader_python=workspace.grader_python(),
     )

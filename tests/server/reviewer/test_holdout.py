@@ -48,6 +48,21 @@ def holdout_services(demo_challenge: Path, tmp_path_factory: pytest.TempPathFact
     services.ledger.close()
 
 
+@pytest.fixture(scope="module")
+def lenient_services(demo_challenge: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Services]:
+    """The same holdout, gated at alpha 0.2: one of the 6 relabellings of 2 + 2 patients may reject."""
+    imported = import_task(demo_challenge)
+    imported.contract = imported.contract.model_copy(
+        update={"validation": ValidationProtocol(k_folds=4, seed=0, holdout_fraction=0.2)}
+    )
+    workspace = init_workspace(imported, tmp_path_factory.mktemp("lenient") / "ws")
+    services = open_services(workspace.root, replay_timeout_s=120.0, holdout_alpha=0.2)
+    reviewer(services)
+    yield services
+    stop_reviewer(services)
+    services.ledger.close()
+
+
 def _holdout_ids(services: Services) -> list[str]:
     cases = json.loads((services.workspace.private_dir / "holdout.json").read_text(encoding="utf-8"))["cases"]
     return [c["case_id"] for c in cases]
@@ -96,6 +111,16 @@ async def test_with_two_holdout_patients_the_gate_says_it_cannot_reject_and_repl
     assert evidence["validation"] > 0.99 and evidence["powered"] is False and evidence["tolerance"] is None
     assert (evidence["n_holdout_groups"], evidence["n_validation_groups"], evidence["arrangements"]) == (2, 2, 6)
     assert evidence["metric"] == "dice" and evidence["n_holdout_scored"] == len(_holdout_ids(holdout_services))
+
+
+async def test_the_holdout_alpha_setting_reaches_the_gate(lenient_services: Services) -> None:
+    box = AgentSandbox(lenient_services.workspace, "overfitter")
+    payload = box.payload(box.commit(), 1, box.write_predictions(1, marked(1)), inference_command=REPLAY)
+    review = await _review(lenient_services, box, payload)
+
+    gap = failed_codes(review)["HOLDOUT_GAP"]
+    assert gap["severity"] == "error" and gap["evidence"]["alpha"] == 0.2 and gap["evidence"]["powered"]
+    assert gap["evidence"]["p_worse"] == pytest.approx(1 / 6, abs=1e-6)  # the copy is the most extreme arrangement
 
 
 def other_scan(box: AgentSandbox) -> Transform:
