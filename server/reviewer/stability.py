@@ -7,10 +7,12 @@ perfectly, and the score is the labels'. So, once the replay has reproduced them
 replays the same command, commit and checkpoint on copies of the same validation inputs that no
 agent has seen in that form (server/reviewer/perturb.py: imperceptible seeded noise, another
 encoding, a margin of a voxel or two that changes the shape and the origin but not the anatomy),
-under fresh pseudonyms (drawn per review, so a lookup by case name finds nothing), and requires
-every label of every case, cropped back to the source's voxels, to stay what the frozen prediction
-says: Dice at least `STABLE_DICE`, or no more than `CHANGE_ALLOWANCE` voxels of that label changed
-(a structure of three voxels may gain or lose one under noise; a memorised one changes wholesale).
+under fresh pseudonyms (drawn per review, so a lookup by case name finds nothing), two copies
+per case, and requires every label of every case, cropped back to the source's voxels, to stay
+what the frozen prediction says: Dice at least `STABLE_DICE`, or no more than `CHANGE_ALLOWANCE`
+voxels changed (a structure of three voxels may gain or lose one under noise), or a frozen label
+no further from the copies' than twice the copies are from each other (a fragile honest model's
+small lesion flickers between the two copies as much; a stored label stands apart from both).
 The seed of the noise and the pseudonyms is fresh per review and recorded.
 
 A replay that fails, times out, writes what is not a plain file or leaves a copy without output
@@ -40,6 +42,8 @@ from server.reviewer.task_grader import scores_folds
 CODE = "PRED_UNSTABLE"
 STABLE_DICE = 0.95
 CHANGE_ALLOWANCE = 10  # voxels of one label that may change in one case
+FLICKER_SLACK = 0.02  # disagreement with the frozen prediction allowed beyond twice the copies' own
+MAX_DISAGREEMENT = 0.5  # however much the copies flicker, the frozen prediction must agree this well
 
 
 def stability_check(ctx: ReviewContext, reproduced: Check) -> Check:
@@ -50,23 +54,34 @@ def stability_check(ctx: ReviewContext, reproduced: Check) -> Check:
     seed = secrets.randbits(32)
     rng = np.random.default_rng(seed)
     counted = counted_cases(ctx)
-    names = _pseudonyms(rng, [case for cases in counted.values() for case in cases])
     ctx.progress(0.76, "stability replay on perturbed copies")
     compared: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="amid-perturbed-") as tmp:
         for folds in replay_groups(ctx):
             cases = [case for fold in folds for case in counted[fold]]
-            margins = {case: draw_margin(rng, 3) for case in cases}
-            copies = [_copy(ctx, case, names[case], margins[case], Path(tmp), rng) for case in cases]
-            with replay(ctx, copies, "stability", fold=folds[0]) as run:
+            copies = _draw(rng, cases)
+            inputs = [_copy(ctx, case, copy, Path(tmp), rng) for case in cases for copy in copies[case]]
+            with replay(ctx, inputs, "stability", fold=folds[0]) as run:
                 if not run.succeeded:
                     failed = replay_failed(ctx, run, cases, code=CODE)
                     return failed.model_copy(update={"evidence": {**failed.evidence, "seed": seed}})
-                compared += [_compare(ctx, fold, case, (names[case], margins[case]), run.outputs) for fold in folds
+                compared += [_compare(ctx, fold, case, copies[case], run.outputs) for fold in folds
                              for case in counted[fold]]  # fmt: skip
     verdict = replay_verdict(compared, run, code=CODE, what="perturbed-copy")
     return verdict.model_copy(update={"evidence": {**verdict.evidence, "seed": seed, "stable_dice": STABLE_DICE,
                                                    "change_allowance_voxels": CHANGE_ALLOWANCE}})  # fmt: skip
+
+
+Copy = tuple[str, Margin]  # a pseudonym and the margin added around the case's images
+
+
+def _draw(rng: np.random.Generator, cases: list[str]) -> dict[str, tuple[Copy, Copy]]:
+    """Two copies per case, each under a fresh opaque name (no case id, no order to recover it from)."""
+    names = [f"x{rng.integers(0, 2**48):012x}" for _ in range(2 * len(cases))]
+    if len(set(names)) < len(names):
+        return _draw(rng, cases)
+    return {case: ((names[2 * i], draw_margin(rng, 3)), (names[2 * i + 1], draw_margin(rng, 3)))
+            for i, case in enumerate(cases)}  # fmt: skip
 
 
 def _not_applicable(ctx: ReviewContext) -> str | None:
@@ -79,49 +94,60 @@ def _not_applicable(ctx: ReviewContext) -> str | None:
     return None
 
 
-def _pseudonyms(rng: np.random.Generator, cases: list[str]) -> dict[str, str]:
-    """A fresh opaque name per case (no case id, no order to recover it from)."""
-    names = {case: f"x{rng.integers(0, 2**48):012x}" for case in cases}
-    return names if len(set(names.values())) == len(names) else _pseudonyms(rng, cases)
-
-
-def _copy(
-    ctx: ReviewContext, case_id: str, name: str, margin: Margin, folder: Path, rng: np.random.Generator
-) -> ReplayCase:
+def _copy(ctx: ReviewContext, case_id: str, copy: Copy, folder: Path, rng: np.random.Generator) -> ReplayCase:
     """The case's input files perturbed under the pseudonym (`CASE_0000.nii.gz` → `NAME_0000.nii.gz`)."""
-    copies = []
+    name, margin = copy
+    files = []
     for source in replay_inputs(ctx, case_id).images:
         suffix = source.name[len(case_id) :] if source.name.startswith(case_id) else f"_{source.name}"
         target = folder / f"{name}{suffix}"
         perturb_file(source, target, rng, margin)
-        copies.append(target)
-    return ReplayCase(name, tuple(copies))
+        files.append(target)
+    return ReplayCase(name, tuple(files))
 
 
-def _compare(ctx: ReviewContext, fold: int, case_id: str, copy: tuple[str, Margin], outputs: Path) -> dict[str, Any]:
-    ending, (name, margin) = ctx.contract.layout.file_ending, copy
-    item: dict[str, Any] = {"fold": fold, "case_id": case_id, "copy": name, "margin": margin, "threshold": STABLE_DICE}
+def _compare(ctx: ReviewContext, fold: int, case_id: str, copies: tuple[Copy, Copy], outputs: Path) -> dict[str, Any]:
+    item: dict[str, Any] = {"fold": fold, "case_id": case_id, "copies": [name for name, _ in copies],
+                            "threshold": STABLE_DICE}  # fmt: skip
+    ending = ctx.contract.layout.file_ending
     try:
-        replayed = read_volume(outputs / f"{name}{ending}", ending).array
         frozen = read_volume(frozen_files(ctx, fold)[case_id], ending).array
-    except (DataUnreadable, OSError) as exc:
-        return {**item, "agreement": 0.0, "problem": f"no usable output for the copy: {exc}"[:200]}
-    expected = [n + a + b for n, (a, b) in zip(frozen.shape, [*margin, *[(0, 0)] * frozen.ndim], strict=False)]
+        first, second = (_cropped(outputs / f"{name}{ending}", ending, margin, frozen.shape) for name, margin in copies)
+    except (DataUnreadable, OSError, ValueError) as exc:
+        return {**item, "agreement": 0.0, "problem": f"no usable output for a copy: {exc}"[:200]}
+    return {**item, **_judged(frozen, first, second)}
+
+
+def _cropped(path: Path, ending: str, margin: Margin, shape: tuple[int, ...]) -> np.ndarray:
+    replayed = read_volume(path, ending).array
+    expected = [n + a + b for n, (a, b) in zip(shape, [*margin, *[(0, 0)] * len(shape)], strict=False)]
     if list(replayed.shape) != expected:
-        return {**item, "agreement": 0.0, "problem": f"shape {list(replayed.shape)}, expected {expected}"}
-    return {**item, **_judged(crop(replayed, margin[: frozen.ndim]), frozen)}
+        raise ValueError(f"{path.name}: shape {list(replayed.shape)}, expected {expected}")
+    return np.rint(crop(replayed, margin[: len(shape)])).astype(np.int64)
 
 
-def _judged(replayed: np.ndarray, frozen: np.ndarray) -> dict[str, Any]:
-    """Per label: Dice and changed voxels; a label within the allowance counts as agreeing (1.0)."""
-    a, b = np.rint(replayed).astype(np.int64), np.rint(frozen).astype(np.int64)
+def _judged(frozen: np.ndarray, first: np.ndarray, second: np.ndarray) -> dict[str, Any]:
+    """Per label, the frozen prediction against both copies' (its worse Dice) and the copies against
+    each other. A label agrees when few voxels changed, or its Dice reaches STABLE_DICE, or the
+    frozen prediction disagrees with the copies' no more than twice as much as the two copies
+    disagree with each other (plus 0.02, at most 0.5): a model whose small structures flicker under
+    noise flickers between the copies too, while a stored label stands apart from both."""
+    b = np.rint(frozen).astype(np.int64)
+    to_first, to_second, between = (
+        label_agreements(first, b),
+        label_agreements(second, b),
+        label_agreements(first, second),
+    )
     labels: dict[str, Any] = {}
     worst, worst_label = 1.0, None
-    for label, dice in label_agreements(a, b).items():
-        changed = int(np.count_nonzero((a == label) != (b == label)))
-        judged = 1.0 if changed <= CHANGE_ALLOWANCE else dice
-        labels[str(label)] = {"dice": round(dice, 6), "changed_voxels": changed}
-        if judged < worst:
-            worst, worst_label = judged, label
+    for label in sorted(set(to_first) | set(to_second)):
+        dice = min(to_first.get(label, 1.0), to_second.get(label, 1.0))
+        copies = between.get(label, 1.0)
+        changed = max(int(np.count_nonzero((c == label) != (b == label))) for c in (first, second))
+        flicker = min(2.0 * (1.0 - copies) + FLICKER_SLACK, MAX_DISAGREEMENT)
+        agrees = changed <= CHANGE_ALLOWANCE or dice >= STABLE_DICE or 1.0 - dice <= flicker
+        labels[str(label)] = {"dice": round(dice, 6), "copies_dice": round(copies, 6), "changed_voxels": changed}
+        if not agrees and dice < worst:
+            worst, worst_label = dice, label
     found: dict[str, Any] = {"agreement": round(worst, 6), "labels": labels}
     return {**found, "worst_label": worst_label} if worst_label is not None else found

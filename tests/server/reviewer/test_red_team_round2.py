@@ -173,7 +173,7 @@ async def test_a_checkpoint_looking_inputs_up_by_hash_is_unstable(review_service
     found = _error(review, "PRED_UNSTABLE")
     evidence = found["evidence"]
     assert evidence["n_cases"] == evidence["n_differing"] == len(cases) and "perturbed-copy" in found["message"]
-    assert all(c["copy"] not in cases and c["copy"].startswith("x") for c in evidence["cases"])  # pseudonyms
+    assert all(n not in cases and n.startswith("x") for c in evidence["cases"] for n in c["copies"])  # pseudonyms
     assert isinstance(evidence["seed"], int)
 
 

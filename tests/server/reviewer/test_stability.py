@@ -1,0 +1,39 @@
+"""How PRED_UNSTABLE judges one case (server/reviewer/stability.py `_judged`, tiny arrays): a label
+map that flickers between two noisy copies as much as against the frozen prediction is a model; a
+frozen label that stands apart from both copies is a lookup."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from server.reviewer.stability import _judged
+
+
+def _organ_with_lesion(lesion: slice) -> np.ndarray:
+    label = np.zeros((40, 40, 8), np.int64)
+    label[5:35, 5:35] = 1
+    label[lesion, 10:20, 2:6] = 2
+    return label
+
+
+def test_a_lesion_flickering_as_much_between_the_copies_is_a_model() -> None:
+    frozen, first, second = (_organ_with_lesion(slice(10, end)) for end in (20, 14, 26))  # fragile, honest
+    judged = _judged(frozen, first, second)
+    assert judged["labels"]["2"]["dice"] < 0.95 and judged["labels"]["2"]["copies_dice"] < 0.7
+    assert judged["agreement"] == 1.0 and "worst_label" not in judged
+
+
+def test_a_frozen_label_standing_apart_from_two_agreeing_copies_is_a_lookup() -> None:
+    frozen = _organ_with_lesion(slice(10, 20))  # the stored label
+    model = _organ_with_lesion(slice(14, 24))  # what the model says of both copies
+    judged = _judged(frozen, model, model.copy())
+    assert judged["worst_label"] == 2 and judged["agreement"] < 0.95
+    assert judged["labels"]["2"]["copies_dice"] == 1.0 and judged["labels"]["1"]["dice"] > 0.95
+
+
+def test_copies_that_flicker_wholesale_do_not_excuse_a_frozen_map_that_agrees_with_neither() -> None:
+    frozen = _organ_with_lesion(slice(10, 20))
+    first, second = np.zeros_like(frozen), np.zeros_like(frozen)
+    first[0:10, 0:10] = 1
+    second[30:40, 30:40] = 1  # chaos on unknown inputs, to widen the tolerance
+    assert _judged(frozen, first, second)["agreement"] < 0.5
