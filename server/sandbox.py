@@ -99,7 +99,7 @@ def resolve_kind(setting: SandboxSetting, asked_by: Setting = REPLAY) -> Sandbox
     """The sandbox under `setting`: bwrap, required unless the setting is `none`; a missing or broken
     bubblewrap raises SandboxUnavailable naming the setting and the fix (never a silent fallback)."""
     if setting == "none":
-        log.warning("%s=none: runs unconfined (no bubblewrap), by explicit setting", asked_by.name)
+        _warn_unconfined(asked_by.name)
         return "none"
     problem = bwrap_problem()
     if problem is None:
@@ -107,6 +107,12 @@ def resolve_kind(setting: SandboxSetting, asked_by: Setting = REPLAY) -> Sandbox
     fix = FIX.format(flag=asked_by.flag)
     message = f"{asked_by.name}={setting} needs a working sandbox, but {problem}; {fix}"
     raise SandboxUnavailable(message, field=asked_by.name)
+
+
+@functools.cache
+def _warn_unconfined(name: str) -> None:
+    """Once per process and setting: a review replays many times."""
+    log.warning("%s=none: runs unconfined (no bubblewrap), by explicit setting", name)
 
 
 def placeholders(kind: SandboxKind, mounts: Mounts, python: str) -> dict[str, str]:
