@@ -26,6 +26,8 @@ echo "TOKEN=${{AMID_TOKEN:+set}}"
 echo "USER_SECRET=${{USER_SECRET:-absent}}"
 cat AGENTS.md > /dev/null && echo "WORKTREE readable"
 touch written-here && echo "WORKTREE writable"
+for f in {plants}; do {{ echo cheat >> "$f"; }} 2> /dev/null && echo "WROTE $f"; done
+exit 0
 """
 
 
@@ -50,7 +52,11 @@ def test_the_sandboxed_start_command_shows_the_agent_its_own_and_nothing_of_the_
     assert [t for t in targets if not t.is_file()] == []  # each is there to read, outside the sandbox
     probe = tmp_path / "bin" / "opencode"
     probe.parent.mkdir()
-    probe.write_text(PROBE.format(targets=" ".join(f"'{t}'" for t in targets)), encoding="utf-8")
+    config = workspace.repo_dir / ".git" / "config"
+    before = config.read_bytes()
+    plants = [config, workspace.private_dir / "planted", workspace.control_dir / "planted"]
+    listed = {name: " ".join(f"'{t}'" for t in paths) for name, paths in (("targets", targets), ("plants", plants))}
+    probe.write_text(PROBE.format(**listed), encoding="utf-8")
     probe.chmod(0o755)
 
     printed = _amid("connect", "opencode", "--agent", "ann", "-w", ws, "--sandboxed", env=env)
@@ -65,11 +71,13 @@ def test_the_sandboxed_start_command_shows_the_agent_its_own_and_nothing_of_the_
     out = ran.stdout
     assert ran.returncode == 0, ran.stderr
     assert all(f"DENIED {t}" in out for t in targets), out
-    assert "READ" not in out
+    assert "READ" not in out and "WROTE" not in out
     assert f"HOME={workspace.sub('workers') / 'ann' / 'home'}" in out
     assert "TOKEN=set" in out and "USER_SECRET=absent" in out
     assert "WORKTREE readable" in out and "WORKTREE writable" in out
     assert (workspace.worktrees_dir / "ann" / "written-here").is_file()
+    assert config.read_bytes() == before  # the run's repository is not writable from inside …
+    assert not (workspace.private_dir / "planted").exists() and not (workspace.control_dir / "planted").exists()
 
 
 def test_the_plain_start_command_says_it_is_unconfined(workspace: Workspace) -> None:
