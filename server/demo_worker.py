@@ -327,7 +327,7 @@ class ScriptedWorker:
                 "abandon_condition": "no verified gain after two attempts",
             })  # fmt: skip
             self.done("focus note", f"note {note['note_id']} after the plateau heartbeat")
-        elif "Your role now: optimizer" in prompt and self.plan.resubmit and "attempt 3" not in self.plan.steps:
+        elif _works_a_promoted_lane(prompt) and self.plan.resubmit and "attempt 3" not in self.plan.steps:
             await self.again("attempt 3")
 
     async def answer_all(self, prompts: list[str]) -> None:
@@ -350,6 +350,11 @@ class ScriptedWorker:
         """The heartbeat prompts seen in tool results since the last call (without their `[kind #id]`)."""
         taken, self.inbox = self.inbox, []
         return [line.split("] ", 1)[-1] for line in taken]
+
+
+def _works_a_promoted_lane(prompt: str) -> bool:
+    """The optimizer and the challenger each try again (the challenger lane must plateau too before finalization)."""
+    return any(f"Your role now: {role}" in prompt for role in ("optimizer", "challenger"))
 
 
 async def run_worker(
