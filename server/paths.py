@@ -35,6 +35,10 @@ def confine(workspace: Workspace, agent_id: str, path: str, field: str) -> Path:
         raise Forbidden(
             f"{field}: {shown(path)} resolves outside your worktree {root}; use a path inside it", field=field
         )
+    if ".git" in resolved.relative_to(root).parts:  # the worktree is a repository of its own: its store is git's
+        raise Forbidden(
+            f"{field}: {shown(path)} is inside your repository's .git folder; use a path of your files", field=field
+        )
     return resolved
 
 

@@ -19,6 +19,7 @@ from server.ledger import Ledger
 from server.package.builder import build, read_manifest
 from server.package.evidence import best_eligible
 from server.package.finalize import finalize
+from server.ranking import bound
 from server.workspace import Workspace
 from tests.server.package.conftest import amid
 
@@ -81,11 +82,13 @@ def test_the_builder_refuses_an_attempt_that_is_not_accepted(run_copy: Workspace
 def test_the_builder_refuses_an_accepted_attempt_of_a_lane_that_was_not_promoted(
     run_copy: Workspace, ledger: Ledger
 ) -> None:
+    # The demo keeps both accepted lanes (promoted and challenger): an accepted attempt's lane is retired here.
     row = ledger.db.fetchone(
-        "SELECT e.attempt_id FROM v_evidence e JOIN lanes l USING (lane_id) "
-        "WHERE e.status = 'accepted' AND l.status NOT IN ('promoted', 'challenger')"
+        "SELECT attempt_id, lane_id FROM v_evidence WHERE status = 'accepted' AND attempt_id <> ?",
+        [final_attempt(ledger)],
     )
-    assert row is not None
+    assert row is not None, "the demo accepts attempts on two lanes"
+    ledger.supervision.decide_lane(row["lane_id"], "retired", "test: no longer a finalist", {}, "test")
     with pytest.raises(Conflict, match="is not promoted or challenger"):
         build(ledger, run_copy, row["attempt_id"], by="test")
 
@@ -148,13 +151,20 @@ def test_finalize_without_a_supervisor_choice_records_it_through_choose_final(
 
 def test_the_best_eligible_attempt_follows_the_metric_direction(run_copy: Workspace, ledger: Ledger) -> None:
     other = other_accepted(ledger)
-    rows = {r["attempt_id"]: r["verified_score"] for r in ledger.db.fetchall(
-        "SELECT attempt_id, verified_score FROM v_evidence WHERE attempt_id IN (?, ?)",
+    rows = ledger.db.fetchall(
+        "SELECT attempt_id, verified_score, score_se, tries FROM v_evidence WHERE attempt_id IN (?, ?)",
         [final_attempt(ledger), other["attempt_id"]],
-    )}  # fmt: skip
-    assert best_eligible(ledger) == max(rows, key=lambda a: rows[a])
+    )
+
+    def pessimistic(higher: bool) -> dict[str, float]:
+        return {r["attempt_id"]: bound(r["verified_score"], r["score_se"], r["tries"], higher) for r in rows}
+
+    high = pessimistic(True)
+    assert best_eligible(ledger) == max(high, key=lambda a: high[a])
     ledger.activity.set_state("primary_direction", "lower_better")
-    assert best_eligible(ledger) == min(rows, key=lambda a: rows[a])
+    low = pessimistic(False)  # lower is better: the bound moves up by the spread, and the smallest wins
+    assert best_eligible(ledger) == min(low, key=lambda a: low[a])
+    assert all(low[r["attempt_id"]] >= r["verified_score"] for r in rows)
 
 
 def test_finalize_and_verify_go_through_the_running_server(run_copy: Workspace) -> None:

@@ -57,7 +57,7 @@ def test_the_demo_finalization_builds_the_package_with_every_part(demo_run: Demo
     assert manifest["environment"]["python"] and manifest["environment"]["gpu"]
     listed = {f["path"]: f["sha256"] for f in manifest["files"]}
     on_disk = {p.relative_to(package).as_posix() for p in package.rglob("*") if p.is_file()}
-    assert on_disk - set(listed) == {"manifest.json", "manifest.sha256"}
+    assert on_disk - set(listed) == {"manifest.json", "manifest.sha256", "attestation.intoto.json", "signing-key.pub"}
     for rel, digest in listed.items():
         assert hashlib.sha256((package / rel).read_bytes()).hexdigest() == digest, rel
     assert (package / "submission" / "submission.csv").is_file()

@@ -52,14 +52,14 @@ async def test_honest_attempt_is_accepted_with_verified_metrics_and_full_report(
     review = await review_of(review_services, box, box.model_payload(sha, 0, seed=1))
 
     assert review["verdict"] == "accepted" and review["attempt_status"] == "accepted", review["failed_checks"]
-    assert review["failed_checks"] == [] and len(review["passed_checks"]) == 16
+    assert review["failed_checks"] == [] and len(review["passed_checks"]) == 17
     dice = next(m for m in review["metrics"] if m["metric"] == "dice")
     assert dice["verified"] == pytest.approx(dice["declared"], abs=1e-12) and 0.3 < dice["verified"] < 0.999
     assert (dice["n_cases"], dice["n_valid"], dice["n_nan"], dice["n_capped"]) == (8, 8, 0, 0)  # 4 cases x 2 labels
     report = json.loads((review_services.workspace.root / review["report"]).read_text(encoding="utf-8"))
-    assert report["verdict"] == "accepted" and len(report["checks"]) == 16
+    assert report["verdict"] == "accepted" and len(report["checks"]) == 17
     replayed = next(c for c in report["checks"] if c["code"] == "PRED_NOT_REPRODUCED")["evidence"]
-    assert replayed["n_cases"] == 2 and {c["agreement"] for c in replayed["cases"]} == {1.0}
+    assert replayed["n_cases"] == 4 and {c["agreement"] for c in replayed["cases"]} == {1.0}  # every validation case
     assert replayed["sandbox"] == ("bwrap" if bwrap_problem() is None else "none")
     assert report["conventions"]["hd95"]["cap_mm"] == 100.0
 
