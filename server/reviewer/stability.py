@@ -145,7 +145,8 @@ def _judged(frozen: np.ndarray, first: np.ndarray, second: np.ndarray) -> dict[s
         label_agreements(first, second),
     )
     labels: dict[str, Any] = {}
-    worst, worst_label = 1.0, None
+    worst: float = 1.0
+    worst_label: int | str | None = None
     for label in sorted(set(to_first) | set(to_second)):
         dice = min(to_first.get(label, 1.0), to_second.get(label, 1.0))
         mean = (to_first.get(label, 1.0) + to_second.get(label, 1.0)) / 2.0
