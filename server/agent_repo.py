@@ -61,25 +61,27 @@ def create_agent_repo(repo_dir: Path, target: Path, agent_id: str, run_id: str) 
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def agent_commit(worktree: Path, rev: str) -> str | None:
-    """The full hash of a commit-ish in the agent's own repository, or None if it names no commit."""
+def agent_commit(worktree: Path, rev: str, *, boxed: bool = True) -> str | None:
+    """The full hash of a commit-ish in the agent's own repository, or None if it names no commit.
+    `boxed`: read it in the reader box (bubblewrap required); False only where the sandbox setting is
+    explicitly `none`."""
     if rev.startswith("-") or not rev.strip() or any(c in rev for c in "\x00\n"):
         return None
     git_dir = checked_git_dir(worktree)
-    argv = [*_reader(git_dir), "git", *_config(), f"--git-dir={git_dir}", "rev-parse", "--verify", "--quiet"]
+    argv = [*_reader(git_dir, boxed), "git", *_config(), f"--git-dir={git_dir}", "rev-parse", "--verify", "--quiet"]
     done = _run([*argv, "--end-of-options", f"{rev}^{{commit}}"], timeout_s=60)
     sha = done.stdout.strip()
     return sha if done.returncode == 0 and SHA.fullmatch(sha) else None
 
 
-def import_commit(store: Path, repo_dir: Path, worktree: Path, sha: str) -> None:
+def import_commit(store: Path, repo_dir: Path, worktree: Path, sha: str, *, boxed: bool = True) -> None:
     """Fetch `sha` and its history from the agent's repository into the store, verify it there, then
     copy it from the store into the run's repository (the store is the only reader of agent code)."""
     if not SHA.fullmatch(sha):
         raise JobFailed(f"commit: {sha!r} is not a full commit hash")
     init_commit_store(store, repo_dir)
     git_dir = checked_git_dir(worktree)
-    upload_pack = shlex.join([*_reader(git_dir), "git-upload-pack"])
+    upload_pack = shlex.join([*_reader(git_dir, boxed), "git-upload-pack"])
     fetch = ["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-recurse-submodules", "--no-auto-gc"]
     _git(store, *_config(), *fetch, f"--upload-pack={upload_pack}", str(git_dir), sha)
     _verify(store, sha)
@@ -111,9 +113,13 @@ def _verify(store: Path, sha: str) -> None:
     _git(store, "rev-list", "--quiet", "--objects", sha)  # every object of its history is there
 
 
-def _reader(git_dir: Path) -> list[str]:
-    """The prefix that runs git on an agent's repository: inside a box that mounts only it, read-only."""
-    return sandbox.git_reader_box(git_dir) if sandbox.bwrap_problem() is None else []
+def _reader(git_dir: Path, boxed: bool) -> list[str]:
+    """The prefix that runs git on an agent's repository: inside a box that mounts only it, read-only.
+    A box that cannot run is an error naming the fix (never a quiet unboxed read)."""
+    if not boxed:
+        return []
+    sandbox.resolve_kind("bwrap")
+    return sandbox.git_reader_box(git_dir)
 
 
 def _config() -> list[str]:

@@ -16,6 +16,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
+from server import sandbox
 from server.agent_repo import agent_commit, import_commit
 from server.artifacts import ArtifactStore, DeclaredFile, FrozenFile, collect
 from server.context import ToolContext
@@ -83,7 +84,7 @@ def submit_attempt(
     ws = ctx.workspace
     _check_request(ctx, request)
     worktree = agent_worktree(ws, ctx.caller.agent_id)
-    sha = agent_commit(worktree, request.commit)
+    sha = agent_commit(worktree, request.commit, boxed=_boxed(ctx))
     if sha is None:
         raise NotFound(
             f"commit: {request.commit!r} is not a commit of your repository {worktree}; commit first", field="commit"
@@ -107,7 +108,9 @@ def _record(
 ) -> tuple[str, bool]:  # fmt: skip
     ws, agent = ctx.workspace, ctx.caller.agent_id
     frozen = _freeze(store, folder, declared, progress)
-    import_commit(ws.commit_store, ws.repo_dir, agent_worktree(ws, agent), sha)  # before the transaction
+    import_commit(
+        ws.commit_store, ws.repo_dir, agent_worktree(ws, agent), sha, boxed=_boxed(ctx)
+    )  # before the transaction
     rows = [
         ArtifactRow(role, f.declared_path, z.sha256, z.size_bytes, z.frozen_path, fold, f.member)
         for (role, fold, f), z in zip(declared, frozen, strict=True)
@@ -251,3 +254,9 @@ WITHDRAW = ToolSpec(
     roles=WORKERS, destructive=True,
 )  # fmt: skip
 TOOLS = [SUBMIT, WITHDRAW]
+
+
+def _boxed(ctx: ToolContext) -> bool:
+    """Agent repositories are read in the reader box unless the sandbox is switched off by setting
+    (`replay_sandbox=none`); a required box that cannot run refuses the submission, naming the fix."""
+    return sandbox.resolve_kind(ctx.settings.replay_sandbox) == "bwrap"

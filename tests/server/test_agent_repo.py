@@ -167,3 +167,24 @@ def test_a_detached_commit_is_imported_and_config_planted_in_the_agents_reposito
     import_commit(workspace.commit_store, workspace.repo_dir, worktree, detached)
     assert resolve_commit(workspace.commit_store, detached) == detached
     assert not marker.exists()
+
+
+def test_without_bubblewrap_an_agents_repository_is_not_read_unless_the_sandbox_is_switched_off(
+    workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sha = commit_in(workspace, "ann", {"model.py": "print('ann')\n"})
+    worktree = workspace.worktrees_dir / "ann"
+    no_bwrap = tmp_path / "bin"
+    no_bwrap.mkdir()
+    (no_bwrap / "git").symlink_to(shutil.which("git") or "/usr/bin/git")
+    monkeypatch.setenv("PATH", str(no_bwrap))
+    sandbox.bwrap_problem.cache_clear()
+    try:
+        with pytest.raises(sandbox.SandboxUnavailable, match="install bubblewrap"):
+            agent_commit(worktree, sha)
+        with pytest.raises(sandbox.SandboxUnavailable, match="install bubblewrap"):
+            import_commit(workspace.commit_store, workspace.repo_dir, worktree, sha)
+        assert resolve_commit(workspace.commit_store, sha) is None  # nothing was fetched
+        assert agent_commit(worktree, sha, boxed=False) == sha  # replay_sandbox=none: read plainly, by choice
+    finally:
+        sandbox.bwrap_problem.cache_clear()
