@@ -265,7 +265,7 @@ def _links(links: tuple[tuple[str, str], ...], binds: list[str]) -> list[str]:
 def git_reader_box(git_dir: Path) -> list[str]:
     """argv prefix that runs git on an agent's repository with nothing else of the host mounted: the
     system read-only and `git_dir` read-only, so a link or alternate in it that points at another
-    agent's objects or the server's files finds nothing (call only where `bwrap_problem()` is None)."""
+    agent's objects or the server's files finds nothing (call after `resolve_kind("bwrap")`)."""
     real = os.path.realpath(git_dir)
     isolation = ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--unshare-all", "--die-with-parent"]
     binds = ["--ro-bind", "/usr", "/usr", *_system(), "--ro-bind", real, real, "--setenv", "HOME", "/tmp"]

@@ -18,6 +18,43 @@ PLACEHOLDERS = {
 }
 
 
+CHECKING = [
+    "## Checking this package",
+    "",
+    "```bash",
+    "amid verify-package package -w WORKSPACE   # WORKSPACE: the run's workspace",
+    "amid verify-package package --public-key sha256:…   # away from it: the fingerprint amid finalize printed",
+    "```",
+    "",
+    "It checks the run key's signature (`attestation.intoto.json`) and every file against `manifest.json` and "
+    "the signed statement (and the manifest against the ledger's record of this build), re-scores "
+    "`predictions/` against the validation labels with the reviewer's own scoring code and compares with "
+    "`scores.json`, and re-runs the task's grader on `submission/`. Without `-w` only the signature and the "
+    "hashes are checked; without a trusted key (`-w` or `--public-key`) the signature is checked with "
+    "`signing-key.pub`, the key this package carries, which anyone could have replaced: exit 3, integrity only.",
+    "",
+]
+
+CONTENTS = [
+    "## Contents",
+    "",
+    "| path | what |",
+    "|---|---|",
+    "| `manifest.json` | task, contract hash, attempt, commit, lane, agent, verified metrics, environment, "
+    "every other file with sha256 and size |",
+    "| `code/` | the code at the commit, from the server's commit store |",
+    "| `weights/` | the checkpoint, as frozen at submission |",
+    "| `predictions/fold-K/` | the validation predictions, as frozen |",
+    "| `submission/` | `submission.csv` and its files |",
+    "| `scores.json` | per-fold verified scores and the holdout result |",
+    "| `review.json` | the reviewer's full report |",
+    "| `lineage.json` | the parent attempts with their commits and verdicts |",
+    "| `attestation.intoto.json` | the run key's signature over an in-toto statement of every file and the scores |",
+    "| `signing-key.pub` | the public key this package carries (trust the fingerprint amid finalize printed) |",
+    "",
+]
+
+
 def render(ev: PackageEvidence, scores: dict[str, Any], checkpoint_name: str | None) -> str:
     primary, direction = ev.run["primary_metric"], ev.run["primary_direction"]
     lines = [
@@ -28,22 +65,7 @@ def render(ev: PackageEvidence, scores: dict[str, Any], checkpoint_name: str | N
         f"Verified {primary} ({direction.replace('_', ' ')}): **{_num(ev.evidence['verified_score'])}** "
         f"(mean over folds {', '.join(scores['folds'])}; the reviewer's own re-score, never the agent's claim).",
         "",
-        "## How it was verified",
-        "",
-        f"The independent reviewer (review `{ev.review['review_id']}`, verdict `{ev.evidence['verdict']}`) "
-        "re-scored the frozen validation predictions against the locked folds, replayed the inference command "
-        "on sampled validation cases and on the server-held holdout in a sandbox, checked the test submission "
-        "with the task's grader, and ran every check code of `review.json`.",
-        "",
-        "| fold | " + " | ".join(sorted(scores["mean"])) + " |",
-        "|---|" + "---|" * len(scores["mean"]),
-        *(
-            f"| {fold} | " + " | ".join(_num(values.get(m)) for m in sorted(scores["mean"])) + " |"
-            for fold, values in scores["folds"].items()
-        ),
-        "",
-        _holdout_line(scores),
-        "",
+        *_verification(ev, scores),
         "## Re-running inference",
         "",
         "```bash",
@@ -53,36 +75,33 @@ def render(ev: PackageEvidence, scores: dict[str, Any], checkpoint_name: str | N
         *_placeholder_lines(ev.attempt["inference_command"] or [], checkpoint_name),
         *_example(ev, checkpoint_name),
         "",
-        "## Checking this package",
-        "",
-        "```bash",
-        "amid verify-package package -w WORKSPACE   # WORKSPACE: the run's workspace",
-        "amid verify-package package --public-key sha256:…   # away from it: the fingerprint amid finalize printed",
-        "```",
-        "",
-        "It checks the run key's signature (`attestation.intoto.json`) and every file against `manifest.json` and "
-        "the signed statement (and the manifest against the ledger's record of this build), re-scores "
-        "`predictions/` against the validation labels with the reviewer's own scoring code and compares with "
-        "`scores.json`, and re-runs the task's grader on `submission/`. Without `-w` only the signature and the "
-        "hashes are checked; without a trusted key (`-w` or `--public-key`) the signature is checked with "
-        "`signing-key.pub`, the key this package carries, which anyone could have replaced: exit 3, integrity only.",
-        "",
-        "## Contents",
-        "",
-        "| path | what |",
-        "|---|---|",
-        "| `manifest.json` | task, contract hash, attempt, commit, lane, agent, verified metrics, environment, "
-        "every other file with sha256 and size |",
-        "| `code/` | the code at the commit, from the server's commit store |",
-        "| `weights/` | the checkpoint, as frozen at submission |",
-        "| `predictions/fold-K/` | the validation predictions, as frozen |",
-        "| `submission/` | `submission.csv` and its files |",
-        "| `scores.json` | per-fold verified scores and the holdout result |",
-        "| `review.json` | the reviewer's full report |",
-        "| `lineage.json` | the parent attempts with their commits and verdicts |",
-        "",
+        *CHECKING,
+        *CONTENTS,
     ]
     return "\n".join(lines)
+
+
+def _verification(ev: PackageEvidence, scores: dict[str, Any]) -> list[str]:
+    metrics = sorted(scores["mean"])
+    return [
+        "## How it was verified",
+        "",
+        f"The independent reviewer (review `{ev.review['review_id']}`, verdict `{ev.evidence['verdict']}`) "
+        "re-scored the frozen validation predictions against the locked folds, replayed the inference command "
+        "in a sandbox on every validation case, on perturbed copies of them (a model of the image, not a "
+        "lookup) and on the server-held holdout, checked the test submission with the task's grader, and ran "
+        "every check code of `review.json`.",
+        "",
+        "| fold | " + " | ".join(metrics) + " |",
+        "|---|" + "---|" * len(metrics),
+        *(
+            f"| {fold} | " + " | ".join(_num(values.get(m)) for m in metrics) + " |"
+            for fold, values in scores["folds"].items()
+        ),
+        "",
+        _holdout_line(scores),
+        "",
+    ]
 
 
 def _placeholder_lines(argv: list[str], checkpoint_name: str | None) -> list[str]:
