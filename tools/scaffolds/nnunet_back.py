@@ -1,7 +1,8 @@
 """nnU-Net predictions back to the task's format: task label values and the reference image's geometry.
 
-Validation folds also get `training_manifest.json` (the case ids nnU-Net trained on, read from the
-splits_final.json it used, after checking those splits are the locked folds); the test split gets
+Validation folds also record their fold in `training_manifest.json` beside the fold folders (the case
+ids nnU-Net trained on, read from the splits_final.json it used, after checking those splits are the
+locked folds; never inside `predictions/fold_K/`, which holds the fold's cases only); the test split gets
 `submission.csv` and `predictions/` as the contract's submission expects.
 """
 
@@ -15,7 +16,7 @@ import numpy as np
 
 from server.errors import Conflict, DataUnreadable, InvalidInput
 from tools.scaffolds.nnunet_dataset import AFFINE_TOLERANCE, NnunetLayout, read_conversion
-from tools.scaffolds.taskdata import MANIFEST_NAME, TaskData, write_manifest, write_submission
+from tools.scaffolds.taskdata import TaskData, manifest_beside, write_manifest, write_submission
 
 
 def predictions_to_task(
@@ -50,7 +51,7 @@ def predictions_to_task(
     result: dict[str, object] = {"split": split, "cases": len(written), "dest": str(dest)}
     if split == "val":
         manifest = write_manifest(
-            dest / MANIFEST_NAME,
+            manifest_beside(dest),
             fold=fold or 0,
             train_cases=train_cases,
             val_cases=cases,

@@ -7,17 +7,20 @@ they never touch `private/`.
 from __future__ import annotations
 
 import csv
+import fcntl
 import json
+import os
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from server.errors import InvalidInput, NotFound
+from server.errors import Conflict, InvalidInput, NotFound
 from tools.task.cases import Case, discover_cases
 from tools.task.contract import TaskContract, load_contract
 from tools.task.folds import LockedFolds
 
 MANIFEST_NAME = "training_manifest.json"
+MANIFEST_FIX = "delete it or name another --manifest path"
 
 
 @dataclass(frozen=True)
@@ -70,12 +73,40 @@ class TaskData:
         return values
 
 
+def manifest_beside(predictions: Path) -> Path:
+    """The attempt's training manifest for a fold folder `predictions/fold_K`: `predictions/training_manifest.json`.
+
+    Never inside the fold folder: the reviewer takes every file there as a prediction (PRED_SCHEMA)."""
+    return predictions.parent / MANIFEST_NAME
+
+
 def write_manifest(path: Path, *, fold: int, train_cases: list[str], val_cases: list[str], source: str) -> Path:
-    """The training manifest the reviewer checks for SPLIT_LEAK: exactly the case ids trained on."""
-    manifest = {"fold": fold, "train_cases": sorted(train_cases), "val_cases": sorted(val_cases), "source": source}
+    """Record one fold in the training manifest the reviewer checks for SPLIT_LEAK: `{"folds": {"K": [case ids
+    trained on]}}`, the other folds' entries kept, so one file serves an attempt of any declared folds."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    with (path.parent / f".{path.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # fold jobs may finish at the same time
+        manifest = _read_manifest(path)
+        manifest["folds"][str(fold)] = sorted(train_cases)
+        manifest["val_cases"][str(fold)] = sorted(val_cases)
+        manifest["sources"][str(fold)] = source
+        staged = path.with_name(f".{path.name}.tmp")
+        staged.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(staged, path)
     return path
+
+
+def _read_manifest(path: Path) -> dict[str, dict[str, object]]:
+    empty: dict[str, dict[str, object]] = {"folds": {}, "val_cases": {}, "sources": {}}
+    if not path.exists():
+        return empty
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise Conflict(f"manifest: {path} is unreadable ({exc}); {MANIFEST_FIX}", field="manifest") from None
+    if not isinstance(found, dict) or not all(isinstance(found.get(k), dict) for k in empty):
+        raise Conflict(f"manifest: {path} is not a scaffold's training manifest; {MANIFEST_FIX}", field="manifest")
+    return found
 
 
 def write_submission(task: TaskData, folder: Path, files: dict[str, str]) -> Path:

@@ -48,8 +48,9 @@ def test_nnunet_lane_converts_plans_trains_predicts_and_converts_back(workspace:
         reference = nib.load(workspace.task_dir / "public/train/images" / f"{case_id}_0000.nii.gz")
         assert prediction.shape == reference.shape and np.allclose(prediction.affine, reference.affine)
         assert set(np.unique(np.asarray(prediction.dataobj))) <= {0, 1, 2}
-    manifest = json.loads((fold_dir / "training_manifest.json").read_text(encoding="utf-8"))
-    assert manifest["train_cases"] == locked.folds[0].train_cases
+    assert sorted(p.name for p in fold_dir.iterdir()) == sorted(f"{c}.nii.gz" for c in locked.folds[0].val_cases)
+    manifest = json.loads((worktree / "predictions/training_manifest.json").read_text(encoding="utf-8"))
+    assert manifest["folds"]["0"] == locked.folds[0].train_cases
 
     predict = steps["predict_test"]
     only_fold_0 = predict.model_copy(update={"command": predict.command[: predict.command.index("-f")]})
