@@ -38,6 +38,6 @@ def test_retraining_a_fold_replaces_only_that_folds_entry(tmp_path: Path) -> Non
 def test_a_file_that_is_not_a_scaffold_manifest_is_refused_not_overwritten(tmp_path: Path) -> None:
     path = tmp_path / "training_manifest.json"
     path.write_text('["hand", "written"]', encoding="utf-8")
-    with pytest.raises(Conflict, match="manifest: .* not a scaffold's training manifest"):
+    with pytest.raises(Conflict, match=r"manifest: .* not a scaffold's training manifest"):
         write_manifest(path, fold=0, train_cases=["a"], val_cases=["b"], source="s")
     assert path.read_text(encoding="utf-8") == '["hand", "written"]'
