@@ -45,7 +45,7 @@ def _grade(grader: str, function: str, submission_csv: str, submission_dir: str,
     try:
         # Imported by its own name from its own folder (first on sys.path and on PYTHONPATH), so
         # worker processes the grader starts (joblib, multiprocessing) can import it again.
-        module = importlib.import_module(Path(grader).stem)
+        module = _import(Path(grader))
         grade = getattr(module, function)
         import pandas as pd
 
@@ -64,6 +64,18 @@ def _grade(grader: str, function: str, submission_csv: str, submission_dir: str,
         invalid = any(c.__name__ in INVALID_NAMES for c in type(exc).__mro__)
         return {"status": "invalid" if invalid else "error", "reason": _describe(exc)}
     return {"status": "valid", "reason": "", "metrics": _numbers(result)}
+
+
+def _import(grader: Path) -> Any:
+    """The grader by its own name; one that imports its siblings relatively (MLE-bench's ranzcr
+    `from .classes import CLASSES`) as a module of its folder's package, as its benchmark imports it."""
+    try:
+        return importlib.import_module(grader.stem)
+    except ImportError as exc:
+        if "relative import" not in str(exc):
+            raise
+    sys.path.insert(0, str(grader.parent.parent))
+    return importlib.import_module(f"{grader.parent.name}.{grader.stem}")
 
 
 def _describe(exc: BaseException) -> str:

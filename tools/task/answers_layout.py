@@ -22,8 +22,8 @@ from typing import Any
 
 from server.errors import InvalidInput
 from tools.task.cases import template_ids
+from tools.task.image_folders import IMAGE_ENDINGS, split_image_template
 
-IMAGE_ENDINGS = (".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".png", ".jpg", ".jpeg", ".tiff", ".tif", ".bmp", ".dcm")
 FILE_ENDINGS = (*IMAGE_ENDINGS, ".json", ".geojson", ".yaml", ".yml", ".txt", ".csv", ".npy", ".npz")
 
 
@@ -114,8 +114,8 @@ def infer(
     missing = [i for i in test_ids if i not in by_id]
     if missing:
         raise InvalidInput(f"{Path(answers).name}: no answers for the sample submission's ids {missing[:5]}")
-    layout = _columns(task_dir, public, answers_dir, header, by_id, id_column, Path(answers).name, adapters or {})
-    layout.test_ids = test_ids
+    layout = _columns(task_dir, public, answers_dir, header, by_id, id_column, Path(answers).name, adapters or {},
+                      test_ids)  # fmt: skip
     targets = [c for c in sample_header[1:] if c in header] or header[1:2]
     layout.target_values = [r.get(targets[0]) or "" for r in rows] if targets else []
     return layout
@@ -123,7 +123,7 @@ def infer(
 
 def _columns(
     task_dir: Path, public: str, answers_dir: Path, header: list[str], rows: dict[str, dict[str, str]],
-    id_column: str, table: str, adapters: dict[str, dict[str, Any]],
+    id_column: str, table: str, adapters: dict[str, dict[str, Any]], test_ids: list[str],
 ) -> InferredLayout:  # fmt: skip
     inputs: list[tuple[str, str]] = []
     labels: list[tuple[str, str]] = []
@@ -150,14 +150,22 @@ def _columns(
                 )
         else:
             values.append(column)
-    return _assemble(task_dir, public, id_column, inputs, labels, values, columns, table, adapters)
+    layout = _assemble(task_dir, public, id_column, inputs, labels, values, columns, table, adapters, test_ids)
+    layout.test_ids = test_ids
+    return layout
 
 
 def _assemble(
     task_dir: Path, public: str, id_column: str, inputs: list[tuple[str, str]], labels: list[tuple[str, str]],
     values: list[str], columns: list[dict[str, Any]], table: str, adapters: dict[str, dict[str, Any]],
+    test_ids: list[str],
 ) -> InferredLayout:  # fmt: skip
+    if not values and not labels and not inputs:  # every answer constant over a small test set
+        values += [c["name"] for c in columns if c["kind"] == "constant"]
+        columns = [c for c in columns if c["kind"] != "constant"]
     labels_table = _labels_table(task_dir, public, id_column, values, table) if values else None
+    if labels_table is not None:
+        columns = _table_constants(task_dir / labels_table, columns, values)
     columns += [{"name": v, "kind": "value", "source_column": v} for v in values]
     train_label: str | None = None
     for column, template in labels:
@@ -169,7 +177,7 @@ def _assemble(
         columns.append({"name": column, "kind": "file", "answers_template": template,
                         "train_source": f"{public}/{train_side(template)}", "input": True})  # fmt: skip
     train_ids = _train_ids(task_dir, public, id_column, columns, labels_table)
-    train_images, test_images, channels = _images(task_dir, public, inputs, train_ids, train_label)
+    train_images, test_images, channels = _images(task_dir, public, inputs, train_ids, test_ids, train_label)
     label_ending = ending_of(labels[0][1]) if labels else None
     return InferredLayout(id_column, train_ids, [], train_images, test_images, channels, train_label,
                           labels_table, label_ending, columns)  # fmt: skip
@@ -246,33 +254,28 @@ def _train_ids(
 
 
 def _images(
-    task_dir: Path, public: str, inputs: list[tuple[str, str]], train_ids: list[str], label: str | None
-) -> tuple[list[str], list[str], list[str]]:
-    """Input templates of both splits and the channel names."""
+    task_dir: Path, public: str, inputs: list[tuple[str, str]], train_ids: list[str], test_ids: list[str],
+    label: str | None,
+) -> tuple[list[str], list[str], list[str]]:  # fmt: skip
+    """Input templates of both splits and the channel names: named by the answers' input columns, or
+    else the folders whose image files are named by the split's case ids."""
     if inputs:
         channels = [c.removesuffix("_path").removesuffix("_file") or c for c, _ in inputs]
         return ([f"{public}/{train_side(t)}" for _, t in inputs], [f"{public}/{t}" for _, t in inputs], channels)
     skip = str(PurePosixPath(label).parent) if label else None
-    train = _image_by_stem(task_dir, public, "train", train_ids[0], skip)
-    test = _image_by_stem(task_dir, public, "test", None, None)
+    train = split_image_template(task_dir, public, "train", train_ids, skip)
+    test = split_image_template(task_dir, public, "test", test_ids, None, required=False)
     return [train], [test] if test else [], ["image"]
 
 
-def _image_by_stem(task_dir: Path, public: str, split: str, case_id: str | None, skip: str | None) -> str:
-    """`public/<split>/<folder>/{case}<ending>`, the ending read off the files (`.tif` vs `.tiff`); the
-    folder is images/, the split folder itself, or another sub-folder (e.g. low_quality/) that is not
-    the labels' folder."""
-    root = task_dir / public / split
-    others = sorted(p for p in root.iterdir() if p.is_dir() and p.name != "images") if root.is_dir() else []
-    nested = sorted(p / split for p in (task_dir / public).iterdir() if (p / split).is_dir())  # e.g. jpeg/train
-    for folder in (root / "images", root, *others, *nested):
-        if not folder.is_dir() or folder.relative_to(task_dir).as_posix() == skip or "label" in folder.name:
-            continue
-        files = sorted(p for p in folder.iterdir() if p.is_file() and p.name.lower().endswith(IMAGE_ENDINGS))
-        pick = next((p for p in files if case_id is None or p.name.startswith(case_id)), None)
-        if pick is not None:
-            rel = folder.relative_to(task_dir).as_posix()
-            return f"{rel}/{{case}}{ending_of(pick.name)}"
-    if split == "test":
-        return ""
-    raise InvalidInput(f"public/{split}: no image files found for case {case_id!r}", field="layout")
+def _table_constants(table: Path, columns: list[dict[str, Any]], values: list[str]) -> list[dict[str, Any]]:
+    """A column that is constant over the (small) test set but present in the training labels table is
+    a per-case value (a class no test case has), not a constant to copy into every fold's answers."""
+    header, _ = read_rows(table)
+    kept = []
+    for column in columns:
+        if column["kind"] == "constant" and column["name"] in header:
+            values.append(column["name"])
+        else:
+            kept.append(column)
+    return kept
