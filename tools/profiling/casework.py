@@ -11,7 +11,7 @@ import hashlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -174,10 +174,13 @@ def _header(path: str, result: CaseResult, role: str) -> ImageHeader | None:
         result.add_issue(code, "error", path, f"{role} file {Path(path).name} does not exist")
         return None
     try:
-        return read_header(path)
+        header = read_header(path)
     except DataUnreadable as error:
         result.add_issue("corrupt_file", "error", path, error.message)
         return None
+    for code, severity, message in header.problems:  # e.g. a DICOM series with a missing slice
+        result.add_issue(code, cast("Severity", severity), path, f"{role}: {message}")
+    return header
 
 
 def _file_digest(path: str) -> str:
@@ -281,10 +284,14 @@ def _read_channels(case: CaseFiles, result: CaseResult, z_range: ZRange | None) 
             continue
         parts = [array[..., c] for c in range(array.shape[-1])] if array.ndim > len(used.shape) else [array]
         channels.extend(p for p in parts if not channels or p.shape == channels[0].shape)
-    nan_voxels = sum(int(np.isnan(c).sum()) for c in channels if c.dtype.kind == "f")
+    floats = [c for c in channels if c.dtype.kind == "f"]
+    nan_voxels = sum(int(np.isnan(c).sum()) for c in floats)
     if nan_voxels:
         result.nan_voxels = nan_voxels
         result.add_issue("nan_values", "error", case.image_paths[0], f"{nan_voxels} NaN voxels")
+    infinite = sum(int(np.isinf(c).sum()) for c in floats)
+    if infinite:
+        result.add_issue("infinite_values", "error", case.image_paths[0], f"{infinite} infinite voxels")
     return channels
 
 
@@ -301,17 +308,32 @@ def _sample_foreground(
     image_box = box
     if z_range is not None:
         image_box = (*box[:2], slice(box[2].start - z_range[0], box[2].stop - z_range[0]))
-    values = [np.nan_to_num(channel[image_box][mask]) for channel in channels]
-    picks = rng.integers(0, values[0].size, size=k)
-    result.foreground_samples = [v[picks].astype(np.float32, copy=False) for v in values]
+    values = [_finite(channel[image_box][mask]) for channel in channels]
+    result.foreground_samples = _draw(values, k, rng)
     result.foreground_moments = [Moments.of(v) for v in values]
 
 
 def _sample_region(region: list[np.ndarray], k: int, rng: np.random.Generator, result: CaseResult) -> None:
-    flat = [np.nan_to_num(r).ravel() for r in region]
-    picks = rng.integers(0, flat[0].size, size=k) if flat[0].size else None
-    result.image_samples = [seeded_sample(f, 0, rng) if picks is None else f[picks].astype(np.float32) for f in flat]
+    flat = [_finite(r.ravel()) for r in region]
+    result.image_samples = _draw(flat, k, rng)
     result.image_moments = [Moments.of(f) for f in flat]
+
+
+def _finite(values: np.ndarray) -> np.ndarray:
+    """The values statistics may use: NaN and infinite voxels are left out (counted as issues), not
+    read as 0, which would drag a channel's mean and percentiles toward 0."""
+    return values[np.isfinite(values)] if values.dtype.kind in "fc" else values
+
+
+def _draw(values: list[np.ndarray], k: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """k seeded draws per channel: the same voxels in every channel, unless left-out NaN voxels made
+    the channels' value counts differ; an empty channel gives an empty sample."""
+    if len({v.size for v in values}) > 1:
+        return [seeded_sample(v, k, rng) for v in values]
+    if values[0].size == 0:
+        return [np.empty(0, dtype=np.float32) for _ in values]
+    picks = rng.integers(0, values[0].size, size=k)
+    return [v[picks].astype(np.float32, copy=False) for v in values]
 
 
 def _pair(

@@ -53,6 +53,9 @@ class ImageHeader:
     n_levels: int = 1
     size_bytes: int = 0
     meta: dict[str, str] = field(default_factory=dict)
+    # What the reader found wrong with the file's geometry, as (code, severity, message): a broken
+    # DICOM series is still read, and the profile reports these as issues of the case.
+    problems: tuple[tuple[str, str, str], ...] = ()
 
     def __post_init__(self) -> None:
         set_field = object.__setattr__  # frozen: normalise once, here
@@ -132,7 +135,7 @@ def read_array(
         if header.file_type in ("nrrd", "metaimage", "dicom"):
             return readers_itk.itk_array(path, header, z_range), header
         if header.file_type == "dicom_series":
-            return readers_itk.dicom_series_array(path, z_range), header
+            return readers_itk.dicom_series_array(path, header, z_range), header
 
         if header.file_type == "tiff":
             return readers_2d.tiff_array(path, header)

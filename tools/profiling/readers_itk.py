@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 
-from server.errors import DataUnreadable
+from tools.profiling.dicom_series import choose_series, series_problems, slice_geometry
 from tools.profiling.readers import ImageHeader, ZRange, orientation_code
 
 DICOM_TAGS = {"0008|0060": "modality", "0008|0070": "manufacturer"}
@@ -81,23 +80,19 @@ def itk_header(path: str, kind: str) -> ImageHeader:
     )
 
 
-def _series_files(directory: str) -> list[str]:
-    import SimpleITK as sitk
-
-    files = list(sitk.ImageSeriesReader.GetGDCMSeriesFileNames(directory))
-    if not files:
-        raise DataUnreadable(f"{Path(directory).name}: no DICOM series in this directory")
-    return files
-
-
 def dicom_series_header(directory: str) -> ImageHeader:
-    """Header of the first slice; slice count and spacing from the first and last slice positions."""
-    files = _series_files(directory)
-    first, last = itk_header(files[0], "dicom"), itk_header(files[-1], "dicom")
-    spacing = list(first.spacing) + [1.0] * (3 - len(first.spacing))
-    if len(files) > 1:
-        gap = np.linalg.norm(np.asarray(last.affine)[:3, 3] - np.asarray(first.affine)[:3, 3])
-        spacing[2] = float(gap / (len(files) - 1))
+    """The folder's largest series as one volume: the first slice's header, as many slices as files,
+    the median gap as slice spacing; several series, mixed orientations and uneven gaps are kept
+    as `problems`. A single (possibly multi-frame) file is that file's own header."""
+    choice = choose_series(directory)
+    files = choice.files
+    first = itk_header(files[0], "dicom")
+    geometry = slice_geometry(files) if len(files) > 1 else None
+    problems = series_problems(choice, geometry)
+    size_bytes = sum(os.path.getsize(f) for f in files)
+    if geometry is None:
+        return replace(first, path=directory, file_type="dicom_series", size_bytes=size_bytes, problems=problems)
+    spacing = [*first.spacing[:2], geometry.slice_spacing or 1.0]
     affine = np.asarray(first.affine)
     affine[:3, 2] = affine[:3, 2] / np.linalg.norm(affine[:3, 2]) * spacing[2]
     return replace(
@@ -107,7 +102,8 @@ def dicom_series_header(directory: str) -> ImageHeader:
         shape=(*first.shape[:2], len(files)),
         spacing=tuple(spacing),
         affine=affine.tolist(),
-        size_bytes=sum(os.path.getsize(f) for f in files),
+        size_bytes=size_bytes,
+        problems=problems,
     )
 
 
@@ -131,11 +127,14 @@ def itk_array(path: str, header: ImageHeader, z_range: ZRange | None) -> np.ndar
     return _itk_to_index_order(sitk.GetArrayFromImage(reader.Execute()), header)
 
 
-def dicom_series_array(directory: str, z_range: ZRange | None) -> np.ndarray:
+def dicom_series_array(directory: str, header: ImageHeader, z_range: ZRange | None) -> np.ndarray:
+    """Voxels of the series `dicom_series_header` describes (the same largest series, never a mix)."""
     import SimpleITK as sitk
 
-    files = _series_files(directory)
+    files = choose_series(directory).files
+    if len(files) == 1:
+        return itk_array(files[0], replace(header, path=files[0]), z_range)
     chosen = files[slice(*z_range)] if z_range is not None else files
     reader = sitk.ImageSeriesReader()
     reader.SetFileNames(chosen)
-    return sitk.GetArrayFromImage(reader.Execute()).transpose()
+    return _itk_to_index_order(sitk.GetArrayFromImage(reader.Execute()), header)

@@ -55,11 +55,18 @@ def slice_thumbnail(region: np.ndarray) -> np.ndarray | None:
     """Block means of a 2-D region on a THUMB_SIDE x THUMB_SIDE grid; None for tiny or flat regions."""
     if region.ndim != 2 or min(region.shape) < THUMB_SIDE:
         return None
-    pixels = np.nan_to_num(region.astype(np.float64))
-    row_edges = np.linspace(0, region.shape[0], THUMB_SIDE + 1).astype(int)
-    column_edges = np.linspace(0, region.shape[1], THUMB_SIDE + 1).astype(int)
-    blocks = np.add.reduceat(np.add.reduceat(pixels, row_edges[:-1], axis=0), column_edges[:-1], axis=1)
-    thumb = blocks / np.outer(np.diff(row_edges), np.diff(column_edges))
+    pixels = region.astype(np.float64)
+    finite = np.isfinite(pixels)
+    row_edges = np.linspace(0, region.shape[0], THUMB_SIDE + 1).astype(int)[:-1]
+    column_edges = np.linspace(0, region.shape[1], THUMB_SIDE + 1).astype(int)[:-1]
+
+    def block_sums(values: np.ndarray) -> np.ndarray:
+        return np.add.reduceat(np.add.reduceat(values, row_edges, axis=0), column_edges, axis=1)
+
+    # Means of the finite pixels only: a NaN read as 0 would make two scans that differ only in
+    # where they hold NaN look unrelated, and an all-NaN block is 0.
+    counts = block_sums(finite.astype(np.float64))
+    thumb = block_sums(np.where(finite, pixels, 0.0)) / np.maximum(counts, 1)
     return thumb.astype(np.float32) if float(thumb.std()) > 0 else None
 
 
@@ -73,8 +80,12 @@ def pair_summary(source: np.ndarray, target: np.ndarray) -> PairSummary:
     if source.shape != target.shape:
         return PairSummary(aligned=False)
     stride = max(1, source.size // MAX_PAIR_VOXELS)
-    first = np.nan_to_num(source.astype(np.float64).ravel()[::stride])
-    second = np.nan_to_num(target.astype(np.float64).ravel()[::stride])
+    first = source.astype(np.float64).ravel()[::stride]
+    second = target.astype(np.float64).ravel()[::stride]
+    both = np.isfinite(first) & np.isfinite(second)  # NaN voxels are left out, not read as 0
+    first, second = first[both], second[both]
+    if first.size == 0:
+        return PairSummary(aligned=True)
     spread_first, spread_second = float(first.std()), float(second.std())
     correlation = None
     if spread_first > 0 and spread_second > 0:
