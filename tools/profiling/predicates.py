@@ -209,7 +209,8 @@ def group_leak_risk(s: Sections) -> Predicate:
 
 def multi_channel(s: Sections) -> Predicate:
     files = s.supervision.expected_channels
-    channels = max((int(k) for k in s.representation.channels_per_case), default=1)
+    counts = s.representation.channels_per_case  # the usual count: one 4-D outlier must not decide
+    channels = min((int(k) for k in counts), key=lambda k: (-counts[str(k)], k), default=1)
     non_rgb = channels if s.representation.rgb_cases == 0 else files
     return _predicate("multi_channel", max(files, non_rgb) > 1, files_per_case=files, channels_per_case=channels)
 

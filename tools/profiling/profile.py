@@ -15,6 +15,7 @@ import numpy as np
 from server.errors import DataUnreadable
 from tools.profiling.boxes import BoxSummary, summarize_boxes
 from tools.profiling.casework import CaseFiles, CaseJob, CaseResult
+from tools.profiling.channel_counts import channel_count_issues
 from tools.profiling.dataprofile import PROFILE_VERSION, DataProfile
 from tools.profiling.duplicates import crosses_splits, exact_duplicate_sets, near_duplicate_sets
 from tools.profiling.evaluation import build_evaluation
@@ -52,7 +53,7 @@ def profile_dataset(request: ProfileRequest, progress: Progress | None = None) -
     issues += [ProfileIssue(**vars(issue)) for result in results for issue in result.issues]
     box_summary, boxes_per_case = _boxes(request, results, issues)
     duplicates, near = exact_duplicate_sets(results), near_duplicate_sets(results)
-    issues += _duplicate_issues(duplicates, near)
+    issues += _duplicate_issues(duplicates, near) + channel_count_issues(results)
     inventory = build_inventory(request, results, duplicates, near)
     representation = build_representation(results, request.channel_names, _label_mismatches(request, results))
     supervision = build_supervision(request, results, targets, box_summary, boxes_per_case)

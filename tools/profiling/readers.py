@@ -176,6 +176,10 @@ def _nifti_image_header(
     path: str, shape: tuple[int, ...], dtype: Any, zooms: tuple[float, ...], affine: np.ndarray
 ) -> ImageHeader:
     spatial = shape[:3]
+    meta = {}
+    if len(shape) > 3:  # channels or time points: the dataset-level check tells them apart
+        step = zooms[3] if len(zooms) > 3 else 0.0
+        meta = {"fourth_axis_length": str(int(np.prod(shape[3:]))), "fourth_axis_step": f"{step:g}"}
     return ImageHeader(
         path=path,
         file_type="nifti",
@@ -186,6 +190,7 @@ def _nifti_image_header(
         affine=affine.tolist(),
         orientation=orientation_code(affine),
         size_bytes=os.path.getsize(path),
+        meta=meta,
     )
 
 
