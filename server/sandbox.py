@@ -34,7 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from server import worker_network
 from server.errors import Conflict
+from server.worker_network import BoxNetwork
 
 SandboxSetting = Literal["auto", "bwrap", "none"]
 SandboxKind = Literal["bwrap", "none"]
@@ -216,8 +218,9 @@ def _seen_at(path: Path, binds: list[str]) -> list[str]:
     return seen
 
 
-# --- managed workers (DESIGN §9 Isolation) ---
+# --- managed workers ---
 
+BOX_FORWARDER = Path(__file__).with_name("worker_network_box.py")  # under the AMID packages the box shows
 NETWORK_FILES = ("/etc/resolv.conf", "/etc/nsswitch.conf", "/etc/host.conf", "/etc/gai.conf")
 NETWORK_FOLDERS = ("/etc/ssl", "/etc/ca-certificates", "/etc/pki")
 
@@ -229,14 +232,17 @@ class WorkerView:
     home, writable; the public task view, the shared memory and the CLI's installation, read-only;
     `links` (target, path) recreate the symlinks the CLI is reached through (npm's `.bin` links, a
     prefix's `bin/`). `hidden` folders (private/, other worktrees, the run's repository, the server's
-    files) are covered wherever a bind would show them. The network is shared: the worker reaches the
-    server's loopback port and its model's API; the admin routes need the secret under the hidden .amid/."""
+    files) are covered wherever a bind would show them. The network is its own namespace: only the
+    allowlisted host:port pairs of `network` (the server's port, its model's API) are reachable, through
+    the bridge of server/worker_network.py; without `network`, nothing is. The admin routes need the
+    secret under the hidden .amid/."""
 
     worktree: Path
     home: Path
     readable: tuple[Path, ...] = ()
     hidden: tuple[Path, ...] = ()
     links: tuple[tuple[str, str], ...] = ()
+    network: BoxNetwork | None = None
 
 
 def wrap_worker(argv: list[str], view: WorkerView) -> list[str]:
@@ -247,9 +253,25 @@ def wrap_worker(argv: list[str], view: WorkerView) -> list[str]:
     binds = [*_links(view.links, binds), *binds]
     covered = [arg for path in view.hidden for dest in _seen_at(path, binds) for arg in ("--tmpfs", dest)]
     # No --new-session: the supervisor signals the worker's process group, which must include the CLI.
-    isolation = ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--unshare-all", "--share-net"]
-    command = [str(shutil.which("bwrap")), *isolation, "--die-with-parent", *binds, *covered]
-    return [*command, "--chdir", os.path.realpath(view.worktree), "--", *argv]
+    isolation = ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--unshare-all"]
+    command = [str(shutil.which("bwrap")), *isolation, "--die-with-parent", *binds, *covered, *_bridge(view.network)]
+    return [*command, "--chdir", os.path.realpath(view.worktree), "--", *_through_bridge(argv, view.network)]
+
+
+def _bridge(network: BoxNetwork | None) -> list[str]:
+    """The worker's socket folder, read-only (it can connect to the sockets, not replace them), and its
+    proxy variables; bound last, so no tmpfs of a hidden folder covers it."""
+    if network is None:
+        return []
+    env = [arg for key, value in network.env().items() for arg in ("--setenv", key, value)]
+    return ["--ro-bind", str(network.folder), str(worker_network.INSIDE), *env]
+
+
+def _through_bridge(argv: list[str], network: BoxNetwork | None) -> list[str]:
+    """The CLI started by the in-box forwarder, which listens on the allowed loopback ports first."""
+    if network is None or not network.ports:
+        return argv
+    return [sys.executable, "-I", "-S", str(BOX_FORWARDER), network.box_spec(), "--", *argv]
 
 
 def _links(links: tuple[tuple[str, str], ...], binds: list[str]) -> list[str]:

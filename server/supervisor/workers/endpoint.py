@@ -8,18 +8,32 @@
 The key's value is read once at the edge (`amid supervise` reads the variable `--model-api-key-env`
 names) and reaches only the worker's environment, never its argv (argv is visible to every process).
 Cursor's CLI takes no custom endpoint; the scripted worker needs no model.
+
+A sandboxed worker reaches its model endpoint and nothing else (`model_targets`): the custom base URL,
+the http(s) URLs the worker's model environment or its backend's commands name (a base URL given with
+--worker-env, a provider written into the backend), else the backend's own provider API.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from registry.schemas import WorkerBackend
 from server.errors import InvalidInput
+from server.worker_network import Target, parse_target, target_of_url
 
 PROVIDER = "amid_endpoint"
 KEY_ENV = "AMID_MODEL_API_KEY"  # the variable Codex's provider reads its key from (env_key)
 SUPPORTED = ("claude-code", "codex", "opencode")
+URL = re.compile(r"https?://[^\s\"'<>,;]+")
+# Each backend's own model API when no endpoint is named (Codex signed in with ChatGPT uses chatgpt.com).
+PROVIDER_HOSTS = {
+    "claude-code": ("api.anthropic.com:443",),
+    "codex": ("api.openai.com:443", "chatgpt.com:443"),
+}
 
 
 @dataclass(frozen=True)
@@ -77,3 +91,19 @@ def _opencode(base_url: str, api_key: str, model: str | None) -> Endpoint:
         "small_model": f"{PROVIDER}/{name}",
     }
     return Endpoint(env={"OPENCODE_CONFIG_CONTENT": json.dumps(config)})
+
+
+def model_targets(backend: WorkerBackend, base_url: str | None, model_env: dict[str, str]) -> tuple[Target, ...]:
+    """The host:port pairs of the model endpoint a worker's CLI is set up for (its network allowlist's
+    model half): the custom base URL and every URL in the model environment and the backend's commands
+    and environment, else the backend's provider API."""
+    texts: Iterable[str] = [*([base_url] if base_url else []), *model_env.values(), *backend.start, *backend.resume]
+    named = [
+        target_of_url(url, "model_base_url")
+        for text in [*texts, *backend.env.values()]
+        for url in URL.findall(text)
+        if "{" not in url
+    ]
+    if named:
+        return tuple(dict.fromkeys(named))
+    return tuple(parse_target(entry) for entry in PROVIDER_HOSTS.get(backend.id, ()))

@@ -1,15 +1,17 @@
 """WorkerPool: N managed workers of one backend, started, watched, resumed with prompts and retired.
 
-Per worker: a worktree and a fresh token, the CLI's config files, its own home (the user's login
-files copied in), the headless CLI started with the task prompt inside the worker sandbox, its
-session id read from the CLI's JSON output. No sandbox, no start: bubblewrap is required unless the
-settings say `sandbox: none`. `deliver` interrupts the CLI (SIGTERM to its process group) and
-resumes the same session with the prompt. `poll` classifies exits, runs the stall watchdog (exempt
-while the worker's job or review is pending, asked live through the server) and the crash-burst
-breaker, and returns what happened as events; a CLI that cannot start or keeps failing carries the
-reason (its last output lines). Every transition is recorded through the server's supervisor-only
-`record_worker` tool, with the sandbox and the heartbeats each launch carried: a supervisor killed
-and started again reads them back, resumes each live session and gives it the heartbeats it never got.
+Per worker: a worktree and a fresh token, the CLI's config files, its own home (the user's login files
+copied in), the headless CLI started with the task prompt inside the worker sandbox, its session id read
+from the CLI's JSON output. No sandbox, no start: bubblewrap is required unless the settings say
+`sandbox: none`. A sandboxed worker's network reaches only its allowlist (the server, its model
+endpoint, `network_allow`), through a bridge the pool serves (server/worker_network.py). `deliver`
+interrupts the CLI (SIGTERM to its process group) and resumes the same session with the prompt. `poll`
+classifies exits, runs the stall watchdog (exempt while the worker's job or review is pending, asked
+live through the server) and the crash-burst breaker, and returns what happened as events; a CLI that
+cannot start or keeps failing carries the reason (its last output lines). Every transition is recorded
+through the server's supervisor-only `record_worker` tool, with the sandbox and the heartbeats each
+launch carried: a supervisor killed and started again reads them back, resumes each live session and
+gives it the heartbeats it never got.
 """
 
 from __future__ import annotations
@@ -26,19 +28,20 @@ import anyio.from_thread
 
 from registry.loader import worker_backend
 from registry.schemas import WorkerBackend
-from server import sandbox
+from server import sandbox, worker_network
 from server.connect import issue_token, prepare_worktree
 from server.local_client import call as admin_call
 from server.mcp_client import call, connect
 from server.protocol import INSTRUCTIONS
 from server.supervisor.workers.backend import argv, classify_exit, find_binary, write_config_files
-from server.supervisor.workers.endpoint import endpoint_for
+from server.supervisor.workers.endpoint import endpoint_for, model_targets
 from server.supervisor.workers.install import cli_install
 from server.supervisor.workers.process import WorkerProcess
 from server.supervisor.workers.settings import WorkerSettings
 from server.workspace import Workspace
 
 Event = dict[str, Any]
+UNCONFINED_NET = "host (sandbox none: every address this user can reach)"
 REASON_LINES = 3  # of the CLI's last output, in the event of an exit that is not clean
 
 
@@ -91,6 +94,10 @@ class WorkerPool:
         self.binary = find_binary(self.backend, self.settings.npm_prefix, self.settings.cli_path)
         s = self.settings
         self._endpoint = endpoint_for(self.backend.id, s.model_base_url, s.model_api_key, s.model_name)
+        model = model_targets(self.backend, s.model_base_url, s.model_env)
+        self.network_allow = worker_network.allowlist(server_url, model, s.network_allow)
+        self._bridge: worker_network.NetworkBridge | None = None
+        self._networks: dict[str, worker_network.BoxNetwork] = {}
         self._supervisor_token = supervisor_token
         self._workers: dict[str, Worker] = {}
         self._events: list[Event] = []
@@ -141,12 +148,15 @@ class WorkerPool:
         return events
 
     def stop(self) -> None:
-        """Retire every worker: stop its CLI, revoke its token, record it."""
+        """Retire every worker: stop its CLI, release its lane claims, revoke its token, record it."""
         for worker in self._workers.values():
             if worker.state != "retired":
                 self._interrupt(worker)
                 self._emit(worker, "retired", "retired")
-                admin_call(self.workspace, "token_revoke", {"name": worker.agent_id})
+                admin_call(self.workspace, "retire_agent", {"name": worker.agent_id})  # its claims too, as events
+        if self._bridge is not None:
+            self._bridge.stop()  # after the CLIs: none is cut off mid-turn
+            self._bridge, self._networks = None, {}
         if self._portal is not None:
             self._portal_cm.__exit__(None, None, None)
             self._portal = None
@@ -207,6 +217,7 @@ class WorkerPool:
         worker.resumed_from = worker.session_id if resume else None
         worker.wake_at = None
         detail: dict[str, Any] = {"resume": resume, "prompt": text[:200], "sandbox": self.sandbox_kind}
+        detail["network"] = self._network(worker).describe() if self.sandbox_kind == "bwrap" else UNCONFINED_NET
         ids = [p.heartbeat_id for p in prompts if p.heartbeat_id is not None]
         # Recorded before the CLI starts: a supervisor killed in between never gives these heartbeats
         # again by resume (the agent still finds them in its next tool result); after, never twice.
@@ -241,7 +252,16 @@ class WorkerPool:
             readable=(ws.task_dir, ws.memory_dir, *install.folders),
             hidden=hidden,
             links=install.links,
+            network=self._network(worker),
         )
+
+    def _network(self, worker: Worker) -> worker_network.BoxNetwork:
+        """The worker's way out (opened once, kept across its launches): only `network_allow`."""
+        if self._bridge is None:
+            self._bridge = worker_network.NetworkBridge()
+        if worker.agent_id not in self._networks:
+            self._networks[worker.agent_id] = self._bridge.open(self.network_allow)
+        return self._networks[worker.agent_id]
 
     def _interrupt(self, worker: Worker) -> None:
         process = worker.process

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 CONTINUE_PROMPT = "Continue the AMID loop on your lane: call get_task, then keep working toward a reviewed attempt."
+HOST_PORT = r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):[0-9]{1,5}$"
 STALL_PROMPT = "You were silent for a long time. Call get_task, read your inbox, and continue your lane."
 
 
@@ -47,6 +48,11 @@ class WorkerSettings(BaseModel):
     task_prompt: str | None = Field(default=None, description="the first prompt (default: the AMID loop)")
     continue_prompt: str = Field(default=CONTINUE_PROMPT, description="prompt of a resume after a clean exit")
     stall_prompt: str = Field(default=STALL_PROMPT, description="prompt of a resume after a stall")
+    network_allow: tuple[Annotated[str, Field(pattern=HOST_PORT)], ...] = Field(
+        default=(),
+        description="more HOST:PORT a sandboxed worker may reach, beside the server and its model endpoint "
+        "(the only ones otherwise)",
+    )
     model_env: dict[str, str] = Field(
         default_factory=dict, description="environment the CLI needs to reach its model (API keys, base URLs)"
     )
