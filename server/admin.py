@@ -12,7 +12,7 @@ from typing import Any
 
 from server.context import Services
 from server.errors import InvalidInput
-from server.ledger import Ledger
+from server.ledger import Ledger, utcnow
 from server.report.build import build_report
 from server.workspace import Workspace
 
@@ -90,6 +90,19 @@ def token_revoke(ledger: Ledger, name: str) -> dict[str, Any]:
     return {"agent_id": name, "revoked": revoked}
 
 
+def retire_agent(ledger: Ledger, name: str) -> dict[str, Any]:
+    """A retired worker gives back its lane claims (each release an event) and loses its tokens."""
+    now = utcnow()
+    held = ledger.db.fetchall("SELECT DISTINCT lane_id FROM claims WHERE agent_id = ? AND released_at IS NULL", [name])
+    released = sorted(str(row["lane_id"]) for row in held if ledger.lanes.release(row["lane_id"], name, now))
+    for lane_id in released:
+        ledger.activity.log("lane_released", agent_id=None, subject_type="lane", subject_id=lane_id,
+                            payload={"agent_id": name, "reason": "worker retired"})  # fmt: skip
+    live = ledger.db.scalar("SELECT count(*) FROM tokens WHERE agent_id = ? AND revoked_at IS NULL", [name])
+    revoked = token_revoke(ledger, name)["revoked"] if live else 0
+    return {"agent_id": name, "released": released, "revoked": revoked}
+
+
 def audit(ledger: Ledger, workspace: Workspace) -> dict[str, Any]:
     from server.reviewer.audit import audit as run_audit
 
@@ -110,6 +123,7 @@ ACTIONS: dict[str, Callable[[Ledger, Workspace, dict[str, Any]], dict[str, Any]]
     "token_create": lambda ledger, ws, body: token_create(ledger, str(body.get("name")), str(body.get("role"))),
     "token_list": lambda ledger, ws, body: token_list(ledger),
     "token_revoke": lambda ledger, ws, body: token_revoke(ledger, str(body.get("name"))),
+    "retire_agent": lambda ledger, ws, body: retire_agent(ledger, str(body.get("name"))),
     "audit": lambda ledger, ws, body: audit(ledger, ws),
     "finalize": lambda ledger, ws, body: package_action("finalize", ledger, ws, body),
     "package_record": lambda ledger, ws, body: package_action("package_record", ledger, ws, body),
@@ -119,9 +133,15 @@ ACTIONS: dict[str, Callable[[Ledger, Workspace, dict[str, Any]], dict[str, Any]]
 # seconds the CLI waits for the server (sql: its longest time limit); others get DEFAULT_WAIT_S
 SLOW_ACTIONS = {"audit": 3600.0, "sql": 130.0, "finalize": 3600.0, "export": 3600.0}
 DEFAULT_WAIT_S = 30.0
+SERVER_ONLY_ACTION = "dashboard_login"  # `amid dashboard`: a one-time browser login link
 
 
 def dispatch(services: Services, action: str, body: dict[str, Any]) -> dict[str, Any]:
+    if action == SERVER_ONLY_ACTION:  # login codes live in the server's memory, so only a server mints them
+        from server.report.dashboard import logins
+        from server.report.login import login_link
+
+        return login_link(services.ledger, logins(services), body)
     if action not in ACTIONS:
         raise InvalidInput(f"action: {action!r} is unknown; expected one of {sorted(ACTIONS)}", field="action")
     return ACTIONS[action](services.ledger, services.workspace, body)
