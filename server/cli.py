@@ -337,6 +337,7 @@ COMMAND_MODULES = (
     "server.package.cli:finalize_command",
     "server.package.cli:verify_package_command",
     "server.report.cli:report_command",
+    "server.report.cli:dashboard_command",
     "server.export_cli:export_command",
 )
 

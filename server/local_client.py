@@ -25,6 +25,8 @@ def call(workspace: Workspace, action: str, body: dict[str, Any]) -> dict[str, A
     marker = read_server_marker(workspace)
     if marker:
         return _through_server(workspace, marker["url"], action, body)
+    if action == admin.SERVER_ONLY_ACTION:
+        raise Conflict(f"workspace {workspace.root} is not served; start `amid serve -w {workspace.root}` first")
     ledger = Ledger(workspace.ledger_path, read_only=action in READ_ACTIONS)
     try:
         return admin.ACTIONS[action](ledger, workspace, body)

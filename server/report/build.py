@@ -23,8 +23,15 @@ def report_facts(workspace: Workspace) -> RunFacts:
 
 
 def build_report(
-    ledger: Ledger, workspace: Workspace, *, refresh_s: int | None = None, query: Query | None = None
+    ledger: Ledger,
+    workspace: Workspace,
+    *,
+    refresh_s: int | None = None,
+    query: Query | None = None,
+    signed_in_as: str | None = None,
 ) -> str:
-    """The report page of the run as HTML; `refresh_s` adds the dashboard's reload."""
+    """The report page of the run as HTML; `refresh_s` adds the dashboard's reload, `signed_in_as`
+    its browser session's logout button."""
     run = load_run(query or ledger_query(ledger))
-    return render(run, report_facts(workspace), generated_at=utcnow(), refresh_s=refresh_s)
+    facts = report_facts(workspace)
+    return render(run, facts, generated_at=utcnow(), refresh_s=refresh_s, signed_in_as=signed_in_as)

@@ -9,7 +9,7 @@ from typing import Any
 
 from server.report import plots, tables, timeplots
 from server.report.markup import Markup, el, void
-from server.report.queries import RunData, as_time
+from server.report.queries import RunData
 
 CSS = """
 body{font:14px/1.4 system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;background:#f6f7f9;color:#222}
@@ -27,6 +27,8 @@ svg text{font-size:11px;fill:#333}.tick{fill:#666}.x-label,.y-label{font-size:12
 .key i{display:inline-block;width:10px;height:10px;margin-right:4px;border-radius:2px}
 table{border-collapse:collapse;font-size:13px}th,td{border-bottom:1px solid #eee;padding:3px 10px;text-align:left}
 th{background:#f0f2f5}footer{color:#777;font-size:12px;padding:8px 24px 20px}code{font-size:12px}
+.session{background:#13202c;color:#cfd8e3;font-size:12px;padding:4px 24px;text-align:right}
+.session form{margin:0}.session button{font-size:12px;margin-left:6px}
 """
 
 
@@ -42,9 +44,10 @@ class RunFacts:
     package: dict[str, Any] | None
 
 
-def _wall_time(run: RunData) -> str:
-    start, end = as_time(run.state.get("started_at")), run.last_event
-    if start is None or end is None:
+def _wall_time(run: RunData, now: datetime) -> str:
+    """From the first agent activity to `done`, or to now while the run goes on."""
+    start, end = run.first_activity, run.done_at or now
+    if start is None:
         return "-"
     seconds = int(max((end - start).total_seconds(), 0))
     hours, rest = divmod(seconds, 3600)
@@ -55,14 +58,14 @@ def _fact(label: str, value: object, key: str) -> Markup:
     return el("div", el("dt", label), el("dd", str(value), data_fact=key))
 
 
-def header(run: RunData, facts: RunFacts) -> Markup:
+def header(run: RunData, facts: RunFacts, now: datetime) -> Markup:
     counts = run.counts
     attempts = counts.get("attempts", {})
     by_status = ", ".join(f"{n} {status}" for status, n in sorted(attempts.items())) or "none"
     items = [
         _fact("stage", run.state.get("stage") or "exploration", "stage"),
         _fact("primary metric", f"{facts.metric} ({facts.direction.replace('_', ' ')})", "metric"),
-        _fact("wall time", _wall_time(run), "wall-time"),
+        _fact("wall time", _wall_time(run, now), "wall-time"),
         _fact("started (UTC)", str(run.state.get("started_at") or "-")[:19].replace("T", " "), "started"),
         _fact("agents", counts.get("agents", {}).get("agent", 0), "agents"),
         _fact("lanes", sum(counts.get("lanes", {}).values()), "lanes"),
@@ -88,8 +91,25 @@ PLOTS = (
 )
 
 
-def render(run: RunData, facts: RunFacts, *, generated_at: datetime, refresh_s: int | None = None) -> str:
-    """The whole page as one HTML string; `refresh_s` makes the browser reload it (the dashboard)."""
+def session_bar(signed_in_as: str | None) -> Markup | None:
+    """Who the dashboard's browser session belongs to, and a logout button (a form: the page has no script)."""
+    if signed_in_as is None:
+        return None
+    button = el("button", "log out", type="submit")
+    form = el("form", f"signed in as {signed_in_as} ", button, method="post", action="/dashboard/logout")
+    return el("div", form, id="session", class_="session")
+
+
+def render(
+    run: RunData,
+    facts: RunFacts,
+    *,
+    generated_at: datetime,
+    refresh_s: int | None = None,
+    signed_in_as: str | None = None,
+) -> str:
+    """The whole page as one HTML string; `refresh_s` makes the browser reload it (the dashboard),
+    `signed_in_as` names the browser session's human beside a logout button."""
     head = [
         void("meta", charset="utf-8"),
         void("meta", name="viewport", content="width=device-width, initial-scale=1"),
@@ -111,5 +131,6 @@ def render(run: RunData, facts: RunFacts, *, generated_at: datetime, refresh_s: 
     stamp = generated_at.strftime("%Y-%m-%d %H:%M:%S")
     refresh = f"; reloads every {refresh_s} s" if refresh_s else ""
     footer = el("footer", f"generated {stamp} UTC from the run's ledger by amid report{refresh}", id="generated")
-    page = el("html", el("head", head), el("body", header(run, facts), main, footer), lang="en")
+    body = el("body", session_bar(signed_in_as), header(run, facts, generated_at), main, footer)
+    page = el("html", el("head", head), body, lang="en")
     return "<!DOCTYPE html>\n" + page + "\n"

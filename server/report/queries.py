@@ -45,7 +45,10 @@ SQL: dict[str, str] = {
     "UNION ALL SELECT 'agents', role, count(*) FROM agents GROUP BY ALL "
     "UNION ALL SELECT 'notes', kind, count(*) FROM notes GROUP BY ALL "
     "UNION ALL SELECT 'heartbeats', kind, count(*) FROM heartbeats GROUP BY ALL",
-    "last_event": "SELECT max(occurred_at) AS at FROM events",
+    # the run's own span: an agent's first event, and the stage change to done (people reading the run,
+    # new tokens and server restarts come later and are not run time)
+    "span": "SELECT (SELECT min(e.occurred_at) FROM events e JOIN agents a USING (agent_id) WHERE a.role = 'agent') "
+    "AS first_activity, (SELECT max(decided_at) FROM stage_transitions WHERE to_stage = 'done') AS done_at",
     "evidence": "SELECT attempt_id, agent_id, lane_id, status::VARCHAR AS status, reviewed_at, verified_score "
     "FROM v_score_over_time ORDER BY reviewed_at, attempt_id",
     "lanes": "SELECT l.lane_id, l.title, l.tier, l.status, l.rank, s.n_attempts, s.n_accepted, s.n_rejected, "
@@ -80,7 +83,8 @@ class RunData:
 
     state: dict[str, Any]
     counts: dict[str, dict[str, int]]
-    last_event: datetime | None
+    first_activity: datetime | None  # an agent's first event
+    done_at: datetime | None  # when the run reached the stage done; None while it runs
     tables: dict[str, list[Row]]
 
     @property
@@ -101,9 +105,10 @@ def load_run(query: Query) -> RunData:
     counts: dict[str, dict[str, int]] = {}
     for row in query(SQL["counts"]):
         counts.setdefault(row["what"], {})[str(row["status"])] = int(row["n"])
-    tables = {name: query(sql) for name, sql in SQL.items() if name not in {"state", "counts", "last_event"}}
-    last = query(SQL["last_event"])
-    return RunData(state=state, counts=counts, last_event=last[0]["at"] if last else None, tables=tables)
+    tables = {name: query(sql) for name, sql in SQL.items() if name not in {"state", "counts", "span"}}
+    span = (query(SQL["span"]) or [{}])[0]
+    return RunData(state=state, counts=counts, first_activity=as_time(span.get("first_activity")),
+                   done_at=as_time(span.get("done_at")), tables=tables)  # fmt: skip
 
 
 def as_time(value: Any) -> datetime | None:

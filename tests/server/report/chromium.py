@@ -19,19 +19,21 @@ def chromium() -> str:
     return found
 
 
-def _run(page: Path, profile: Path, *flags: str) -> str:
+def _run(page: Path | str, profile: Path, *flags: str) -> str:
+    """Chromium on a file, or on a URL (a str: http://…, cookies kept in `profile` for the run)."""
+    target = page if isinstance(page, str) else page.resolve().as_uri()
     command = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-               f"--user-data-dir={profile}", *flags, page.resolve().as_uri()]  # fmt: skip
+               f"--user-data-dir={profile}", *flags, target]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     return result.stdout
 
 
-def dump_dom(page: Path, profile: Path) -> str:
+def dump_dom(page: Path | str, profile: Path) -> str:
     """The DOM Chromium built from the page (what a browser shows, serialised)."""
     return _run(page, profile, "--dump-dom")
 
 
-def screenshot(page: Path, out: Path, profile: Path) -> Path:
+def screenshot(page: Path | str, out: Path, profile: Path) -> Path:
     _run(page, profile, f"--screenshot={out}", f"--window-size={WINDOW[0]},{WINDOW[1]}", "--hide-scrollbars")
     return out
