@@ -10,22 +10,21 @@ against the same profile.
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Callable
-from typing import Any
 
 from registry.loader import load_foundation_models, load_lane_templates
 from server.context import Services, ToolContext
 from server.ledger import utcnow
 from server.ledger.lanes import LaneRow
+from tools import lane_steps
 from tools.planning.facts import PlanningFacts, facts_from_profile
 from tools.planning.planner import plan_portfolio
 from tools.planning.portfolio import ExcludedIdea, LaneSpec, Portfolio
 from tools.planning.proposals import LaneProposal, complete_proposal
 from tools.planning.render import PORTFOLIO_FILE, lane_markdown, portfolio_markdown
 from tools.planning.resources import Environment, detect_environment
-from tools.planning.steps import monai_config_for, monai_config_name, scaffold_steps
+from tools.planning.steps import monai_config_for, monai_config_name
 from tools.profile_data import provide_profile
 from tools.profiling import CompactProfile, DataProfile
 
@@ -74,12 +73,7 @@ def plan(ctx: ToolContext) -> Portfolio:
     templates = load_lane_templates()
     packages = {r.name for t in templates for r in t.resources if r.kind != "registry_model"} | set(CORE_PACKAGES)
     environment = detect_environment(packages)
-    k_folds, task_id = ctx.folds.k, contract.id
-
-    def steps(lane: LaneSpec, lane_facts: PlanningFacts) -> list[Any]:
-        return scaffold_steps(lane, lane_facts, python=sys.executable, k_folds=k_folds, task_id=task_id)
-
-    return plan_portfolio(facts, templates, load_foundation_models(), environment, steps)
+    return plan_portfolio(facts, templates, load_foundation_models(), environment, lane_steps.builder(ctx))
 
 
 def _profile(services: Services) -> DataProfile | CompactProfile:

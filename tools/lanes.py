@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -13,6 +14,7 @@ from server.errors import Conflict, invalid, shown
 from server.ledger import utcnow
 from server.toolkit import ALL_ROLES, WORKERS, Created, IdempotencyKey, ToolResult, ToolSpec, receipt_for
 from server.untrusted import AGENT_TRUST, frame
+from tools.planning.portfolio import ScaffoldStep
 from tools.planning.proposals import LaneProposal
 from tools.planning.render import PORTFOLIO_FILE
 
@@ -77,6 +79,10 @@ class ClaimLaneResult(ToolResult):
     expires_at: str
     released: list[str]
     lane_file: str
+    steps: list[ScaffoldStep] = Field(
+        description="the lane's scaffold steps for this machine, in order: pass a step's run_gpu_job to run_gpu_job "
+        "as it is; the replay step (job false) is the inference_command to submit"
+    )
     tried: list[str]
     created: Created = True
 
@@ -102,8 +108,20 @@ def claim_lane(ctx: ToolContext, request: ClaimLaneInput) -> ClaimLaneResult:
         expires_at=_iso(now + timedelta(seconds=ctx.settings.claim_lease_s)),
         released=outcome.released,
         lane_file=path.read_text(encoding="utf-8") if path.is_file() else f"(lane file {path.name} is missing)",
+        steps=_steps(ctx, request.lane_id),
         tried=_tried(ctx.ledger.lanes.history(request.lane_id), ctx.caller.agent_id),
     )
+
+
+def _steps(ctx: ToolContext, lane_id: str) -> list[ScaffoldStep]:
+    """Rebuilt from the lane's spec (the ledger keeps no host paths) for this machine's devices."""
+    from tools import lane_steps
+
+    row = ctx.ledger.lanes.get(lane_id)
+    if row is None:
+        return []
+    spec = json.loads(row["spec"]) if isinstance(row["spec"], str) else row["spec"]
+    return lane_steps.lane_steps(ctx, spec, _plan().planned_facts(ctx))
 
 
 def _iso(moment: datetime) -> str:

@@ -162,6 +162,10 @@ class JobScheduler:
             states = [s for s in self._states.values() if agent_id is None or s.agent_id == agent_id]
         return sorted(states, key=lambda s: s.job_id)
 
+    def gpus_here(self) -> int | None:
+        """GPUs this scheduler can place jobs on; None where the backend's cluster places them (Ray, Slurm)."""
+        return None if self._inventory is None else len(self._inventory.gpus())
+
     def log_tail(self, job_id: str, n_bytes: int = 8192) -> LogTail:
         if n_bytes < 1:
             raise invalid("n_bytes", n_bytes, "a positive number of bytes")

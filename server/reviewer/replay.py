@@ -6,7 +6,7 @@ the holdout replay (HOLDOUT_GAP) both come through here.
 The command is argv (no shell) with placeholders, filled with the paths the replay sees:
 {input_dir} (one file per case and channel, named as in the task: CASE_0000.nii.gz), {output_dir}
 (write CASE<file_ending> there), {checkpoint} (the frozen checkpoint under its declared name: a file,
-or a folder if a folder was declared), {code_dir} (the checkout, also the working directory),
+or the declared folder itself, named as declared), {code_dir} (the checkout, also the working directory),
 {fold} (the fold whose cases are replayed; the first declared fold for the holdout), {case_ids}
 (the replayed case ids, comma-separated: benchmark file names need not start with the id) and
 {python} (the server's interpreter). It runs as a bounded subprocess with `replay_timeout_s`.
@@ -41,6 +41,7 @@ from typing import Any
 from server.repo import detached_worktree
 from server.reviewer.bounded import Outcome, run_bounded
 from server.reviewer.context import ReviewContext
+from server.reviewer.job import ArtifactRef
 from server.reviewer.outputs import vet_outputs
 from server.reviewer.report import Check, fired, head, ok
 from server.sandbox import Mounts, SandboxKind, SandboxUnavailable, placeholders, replay_env, resolve_kind, wrap
@@ -148,7 +149,16 @@ def _checkpoint(ctx: ReviewContext) -> tuple[str | None, dict[str, Path]]:
     refs = [ref for ref in ctx.files("checkpoint") if ctx.usable(ref)]
     if not refs:
         return None, {}
-    return PurePath(refs[0].declared_path).name, {ref.member or "": ctx.path(ref) for ref in refs}
+    return declared_name(refs[0]), {ref.member or "": ctx.path(ref) for ref in refs}
+
+
+def declared_name(ref: ArtifactRef) -> str:
+    """The name the agent declared: the file's, or the folder's for a file of a declared folder (not the
+    folder's first file: `{checkpoint}` names the folder the package step wrote)."""
+    declared = PurePath(ref.declared_path)
+    if ref.member and declared.as_posix().endswith("/" + ref.member):
+        return PurePath(declared.as_posix()[: -len(ref.member) - 1]).name
+    return declared.name
 
 
 def _findings(ctx: ReviewContext, purpose: str, outcome: Outcome) -> list[dict[str, Any]]:

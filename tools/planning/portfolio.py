@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, computed_field
 
 from registry.schemas import Budget, LaneFamily, Scaffold, Tier
 from tools.planning.facts import EvidenceValue, PlanningFacts
@@ -51,17 +51,57 @@ class CandidateModel(BaseModel):
     why: list[str] = Field(default_factory=list)
 
 
+Route = Literal["always", "smoke", "full"]
+DEFAULT_TIME_LIMIT_S = 3600
+
+
+class JobArguments(BaseModel):
+    """The `run_gpu_job` arguments of a step, to pass as they are (cwd: your worktree)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    command: list[str]
+    env: dict[str, str]
+    gpus: int
+    cpus: int
+    time_limit_s: int
+
+
 class ScaffoldStep(BaseModel):
-    """One command of a lane's scaffold, ready for `run_gpu_job` (cwd: your worktree)."""
+    """One command of a lane's scaffold: argv (no shell) and env, fitted to this machine's devices.
+
+    `route`: `smoke` steps prove the mechanics in minutes, `full` steps are the real training; `always`
+    steps belong to both (run every `always` step and those of one route, in order). `job` false: the
+    step is no job but the attempt's inference_command, which the reviewer runs."""
 
     model_config = ConfigDict(frozen=True)
 
     name: str
-    command: list[str]
+    # `command=` is still read, for step builders written before the field was named argv
+    argv: list[str] = Field(min_length=1, validation_alias=AliasChoices("argv", "command"))
     env: dict[str, str] = Field(default_factory=dict)
     gpus: int = 0
     cpus: int = 1
+    time_limit_s: int = DEFAULT_TIME_LIMIT_S
+    route: Route = "always"
+    job: bool = True
+    gpu_only: str | None = Field(default=None, description="why the step needs a GPU this machine lacks")
     note: str = ""
+
+    @property
+    def command(self) -> list[str]:
+        """The argv, under the name earlier callers read."""
+        return self.argv
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def run_gpu_job(self) -> JobArguments | None:
+        """What to pass to run_gpu_job; None for the inference command and for GPU-only steps here."""
+        if not self.job or self.gpu_only:
+            return None
+        return JobArguments(
+            command=self.argv, env=self.env, gpus=self.gpus, cpus=self.cpus, time_limit_s=self.time_limit_s
+        )
 
 
 class LaneSpec(BaseModel):

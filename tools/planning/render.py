@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 
 from tools.planning.portfolio import ExcludedIdea, LaneSpec, Portfolio, ScaffoldStep
@@ -75,22 +76,37 @@ def _candidates(lane: LaneSpec) -> list[str]:
     return lines
 
 
+STEPS_INTRO = (
+    "claim_lane returns these steps as data: pass a step's `run_gpu_job` to run_gpu_job as it is (argv, env, "
+    "gpus, cpus, time_limit_s; cwd = your worktree). Route: run the steps marked always, plus those of one "
+    "route in order: smoke (minutes, fold 0: proves the mechanics and makes a model every later step accepts) "
+    "or full (the real training of every fold)."
+)
+
+
 def _steps(lane: LaneSpec) -> list[str]:
     if lane.scaffold is None:
         return []
     if not lane.scaffold_steps:
         return ["", "## Scaffold", f"The {lane.scaffold} scaffold does not cover these data; write the entry point."]
-    lines = ["", f"## Scaffold ({lane.scaffold}): run each step with run_gpu_job, cwd = your worktree"]
+    lines = ["", f"## Scaffold ({lane.scaffold}): its steps, fitted to this machine", STEPS_INTRO]
     for step in lane.scaffold_steps:
         lines += _step(step)
     return lines
 
 
 def _step(step: ScaffoldStep) -> list[str]:
-    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in step.env.items())
-    resources = f"gpus={step.gpus}, cpus={step.cpus}"
-    lines = [f"- **{step.name}** ({resources}){': ' + step.note if step.note else ''}", "  ```"]
-    lines.append("  " + (env + " " if env else "") + shlex.join(step.command))
+    """A step for a human: what it asks of run_gpu_job, its note, and its command as shell text."""
+    if not step.job:
+        head = f"- **{step.name}** (inference_command, as JSON for submit_attempt): {step.note}"
+        return [head, "  ```json", "  " + json.dumps(step.argv), "  ```"]
+    asks = f"route {step.route}; gpus={step.gpus}, cpus={step.cpus}, time_limit_s={step.time_limit_s}"
+    if step.gpu_only:
+        asks += f"; needs a GPU this machine lacks: {step.gpu_only}"
+    lines = [f"- **{step.name}** ({asks}){': ' + step.note if step.note else ''}", "  ```sh"]
+    if step.env:
+        lines.append("  env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in step.env.items()) + " \\")
+    lines.append("  " + shlex.join(step.argv))
     return [*lines, "  ```"]
 
 

@@ -25,12 +25,20 @@ def monai_config_name(lane_id: str) -> str:
 
 
 def scaffold_steps(
-    lane: LaneSpec, facts: PlanningFacts, *, python: str, k_folds: int, task_id: str
+    lane: LaneSpec,
+    facts: PlanningFacts,
+    *,
+    python: str,
+    k_folds: int,
+    task_id: str,
+    gpus: int = 1,
+    cpus: int = 4,
 ) -> list[ScaffoldStep]:
-    """Steps of the lane's scaffold, or none when the scaffold does not cover these data."""
+    """Steps of the lane's scaffold for a machine with `gpus` GPUs (0: CPU steps) and `cpus` cores, or none
+    when the scaffold does not cover these data."""
     if lane.scaffold == "nnunet" and facts.task_type == "segmentation":
         configuration = "3d_fullres" if facts.dims == 3 else "2d"
-        return nnunet_steps.commands(python, task_id, configuration, k_folds)
+        return nnunet_steps.commands(python, task_id, configuration, k_folds, gpus_here=gpus, cpus=min(cpus, 4))
     if lane.scaffold == "monai" and facts.task_type in SUPPORTED_TASKS:
         return monai_steps(lane.lane_id, python, k_folds)
     return []

@@ -4,10 +4,15 @@
     python -m tools.scaffolds.nnunet train --out … --configuration 3d_fullres --fold 0 [--epochs 1 --iterations 5]
     python -m tools.scaffolds.nnunet to-task --out … --split val --fold 0 --predictions DIR --dest predictions/fold_0
     python -m tools.scaffolds.nnunet package --out … --configuration 3d_fullres --dest .amid-local/nnunet_model
-    python -m tools.scaffolds.nnunet replay --model {checkpoint} --folds {fold} --input-dir IN --output-dir OUT
+    python -m tools.scaffolds.nnunet predict-test --model .amid-local/nnunet_model --dest submission [--device cpu]
+    python -m tools.scaffolds.nnunet replay --model {checkpoint} --folds {fold} --input-dir IN --output-dir OUT \
+        [--scaffold-sha256 DIGEST]
 
 `package` writes the folder to declare as `artifacts.checkpoint` (tools/scaffolds/nnunet_model.py);
-`replay` is the attempt's inference command: it reads the model from that folder alone.
+`replay` is the attempt's inference command: it reads the model from that folder alone, and refuses
+when `--scaffold-sha256` names other scaffold code than the installed one (tools/scaffolds/pinning.py).
+`predict-test` predicts the task's test images with the packaged model (every fold in it), as the replay
+does, and writes the submission.
 
 `train` runs nnU-Net's own `nnUNetTrainer` (what `nnUNetv2_train` runs) with optional shorter
 epochs for smoke tests; full runs use the `nnUNetv2_train` command that `commands` lists.
@@ -26,7 +31,7 @@ from pathlib import Path
 from server.errors import AmidError, Conflict
 from tools.scaffolds.nnunet_back import predictions_to_task
 from tools.scaffolds.nnunet_dataset import NnunetLayout, convert_task, dataset_name, write_splits
-from tools.scaffolds.nnunet_model import package, replay
+from tools.scaffolds.nnunet_model import package, predict_test, replay
 from tools.scaffolds.nnunet_steps import (
     DEFAULT_DATASET_ID,
     DEFAULT_MODEL,
@@ -35,6 +40,7 @@ from tools.scaffolds.nnunet_steps import (
     MODULE,
     commands,
 )
+from tools.scaffolds.pinning import PIN_FLAG, check_pin
 from tools.scaffolds.taskdata import TaskData
 
 __all__ = ["commands", "main", "train"]
@@ -93,7 +99,7 @@ def _layout(args: argparse.Namespace, task: TaskData) -> NnunetLayout:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="action", required=True)
-    for action in ("convert", "train", "to-task", "commands", "package"):
+    for action in ("convert", "train", "to-task", "commands", "package", "predict-test"):
         p = sub.add_parser(action)
         p.add_argument("--task-dir", type=Path, default=Path(DEFAULT_TASK_DIR), help="the workspace's task/ folder")
         p.add_argument("--out", default=DEFAULT_ROOT, help="root of nnUNet_raw / _preprocessed / _results")
@@ -105,7 +111,13 @@ def _parser() -> argparse.ArgumentParser:
     package_parser = sub.choices["package"]
     package_parser.add_argument("--folds", nargs="+", type=int, default=None, help="default: every trained fold")
     package_parser.add_argument("--dest", type=Path, default=Path(DEFAULT_MODEL), help="the folder to declare")
+    sub.choices["commands"].add_argument("--gpus", type=int, default=1, help="GPUs here (0: CPU steps)")
+    test_parser = sub.choices["predict-test"]
+    test_parser.add_argument("--model", type=Path, default=Path(DEFAULT_MODEL), help="the packaged model folder")
+    test_parser.add_argument("--dest", type=Path, required=True, help="submission.csv and predictions/ go here")
+    test_parser.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu", "mps"])
     replay_parser = sub.add_parser("replay", help="the inference command: predicts from the packaged model only")
+    replay_parser.add_argument(PIN_FLAG, dest="scaffold_sha256", default=None, help="the scaffold code pinned")
     replay_parser.add_argument("--model", type=Path, required=True, help="the packaged model folder: {checkpoint}")
     replay_parser.add_argument("--folds", nargs="+", type=int, required=True, help="{fold}, or folds to ensemble")
     replay_parser.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu", "mps"])
@@ -136,6 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _replay(args: argparse.Namespace) -> dict[str, object]:
+    check_pin("nnunet", args.scaffold_sha256)
     return replay(args.model, args.folds, args.input_dir, args.output_dir, device=args.device)
 
 
@@ -155,7 +168,11 @@ def _run(args: argparse.Namespace, task: TaskData) -> dict[str, object]:
         return predictions_to_task(task, layout, args.predictions, args.dest, split=args.split, fold=args.fold)
     if args.action == "package":
         return package(layout, args.configuration, args.dest, args.folds)
-    steps = commands(sys.executable, task.contract.id, args.configuration, task.folds.k, root=args.out)
+    if args.action == "predict-test":
+        return predict_test(task, args.model, args.dest, device=args.device)
+    steps = commands(
+        sys.executable, task.contract.id, args.configuration, task.folds.k, gpus_here=args.gpus, root=args.out
+    )
     return {"steps": [s.model_dump() for s in steps]}
 
 

@@ -13,6 +13,7 @@ reviewer replays the attempt's inference command in its sandbox, which shows no 
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from server.errors import DataUnreadable
 from tools.scaffolds.nnunet_back import write_in_task_format
 from tools.scaffolds.nnunet_dataset import CONVERSION_FILE, NnunetLayout, read_conversion
 from tools.scaffolds.packaging import write_package
+from tools.scaffolds.taskdata import TaskData, write_submission
 
 MODEL_FILES = ("dataset.json", "plans.json", "dataset_fingerprint.json")
 WEIGHTS = "checkpoint_final.pth"
@@ -75,6 +77,25 @@ def replay(model: Path, folds: list[int], input_dir: Path, output_dir: Path, *, 
         reference = input_dir / f"{output.name.removesuffix(ending)}_0000{ending}"
         write_in_task_format(output, reference, output, inverse)
     return {"cases": len(outputs), "output_dir": str(output_dir), "folds": folds}
+
+
+def predict_test(task: TaskData, model: Path, dest: Path, *, device: str) -> dict[str, object]:
+    """Every test case predicted by the packaged `model` (each fold in it, ensembled) exactly as the replay
+    predicts, into dest/predictions, and dest/submission.csv indexing them."""
+    folds = trained_folds(model)
+    if not folds:
+        raise DataUnreadable(f"model: {model} holds no fold_N/{WEIGHTS}; run the package step first", field="model")
+    ending = read_conversion(model, field="model", fix=PACKAGE_FIX).file_ending
+    with tempfile.TemporaryDirectory(prefix="amid-nnunet-test-") as tmp:
+        for case_id, case in task.test_cases.items():  # named as nnU-Net and the replay expect: CASE_000C
+            for channel, image in enumerate(case.image_paths):
+                (Path(tmp) / f"{case_id}_{channel:04d}{ending}").symlink_to(task.path(image).resolve())
+        replay(model, folds, Path(tmp), dest / "predictions", device=device)
+    written = {case_id: f"predictions/{case_id}{ending}" for case_id in task.test_cases}
+    missing = [case_id for case_id, rel in written.items() if not (dest / rel).is_file()]
+    if missing:
+        raise DataUnreadable(f"predictions: {len(missing)} test case(s) were not predicted: {missing[:5]}")
+    return {"cases": len(written), "folds": folds, "submission": str(write_submission(task, dest, written))}
 
 
 def _predictor(model: Path, folds: list[int], device: str) -> Any:

@@ -16,6 +16,7 @@ from tests.factories import native_task_dict, write_nifti
 from tools.scaffolds.nnunet_back import predictions_to_task
 from tools.scaffolds.nnunet_dataset import NnunetLayout, contiguous_label_map, convert_task, write_splits
 from tools.scaffolds.nnunet_steps import commands
+from tools.scaffolds.pinning import PIN_FLAG, scaffold_digest
 from tools.scaffolds.taskdata import TaskData
 from tools.task.importers import import_task
 
@@ -128,17 +129,19 @@ def test_the_commands_name_every_nnunet_step_per_fold() -> None:
     steps = commands("/venv/bin/python", "demo-liver-lesion-ct", "3d_fullres", 5)
     names = [s.name for s in steps]
     assert names[:3] == ["convert", "plan_and_preprocess", "smoke_train_fold_0"]
-    assert names[-4:] == ["package", "predict_test", "to_task_test", "replay"]
+    assert names[-3:] == ["package", "predict_test", "replay"]
     replay = "{python} -m tools.scaffolds.nnunet replay --model {checkpoint} --folds {fold} --input-dir {input_dir}"
-    assert steps[-1].command == [*replay.split(), "--output-dir", "{output_dir}"]
-    assert "inference_command" in steps[-1].note and "artifacts.checkpoint" in steps[-4].note
-    package = steps[-4].command
+    assert steps[-1].argv == [*replay.split(), "--output-dir", "{output_dir}", PIN_FLAG, scaffold_digest("nnunet")]
+    assert "inference_command" in steps[-1].note and "artifacts.checkpoint" in steps[-3].note
+    assert not steps[-1].job and steps[-1].run_gpu_job is None
+    package = steps[-3].argv
     assert package[package.index("--dest") + 1] == ".amid-local/nnunet_model"  # in the worktree, git-ignored
-    assert not [s.name for s in steps if "worktree>" in " ".join(s.command)]
+    assert not [s.name for s in steps if "worktree>" in " ".join(s.argv)]
     assert [n for n in names if n.startswith("train_fold_")] == [f"train_fold_{f}" for f in range(5)]
+    assert [n for n in names if n.startswith("score_fold_")] == [f"score_fold_{f}" for f in range(5)]
     train = next(s for s in steps if s.name == "train_fold_3")
-    assert train.command == ["/venv/bin/nnUNetv2_train", "501", "3d_fullres", "3", "--npz"] and train.gpus == 1
-    assert train.env["nnUNet_raw"] == ".amid-local/nnunet/raw"
+    assert train.argv == ["/venv/bin/nnUNetv2_train", "501", "3d_fullres", "3", "--npz"] and train.gpus == 1
+    assert train.env["nnUNet_raw"] == ".amid-local/nnunet/raw" and train.route == "full"
     predict = next(s for s in steps if s.name == "predict_test")
-    assert predict.command[-6:] == ["-f", "0", "1", "2", "3", "4"]
-    assert "Dataset501_DemoLiverLesionCt/imagesTs" in " ".join(predict.command)
+    assert predict.argv[predict.argv.index("--model") + 1] == ".amid-local/nnunet_model"  # the folds packaged
+    assert predict.argv[-2:] == ["--device", "cuda"]
