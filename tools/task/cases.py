@@ -23,8 +23,27 @@ class Case(BaseModel):
     group: str | None = None
 
 
+DICOM_ENDING = ".dcm"
+
+
 def _stem(name: str, ending: str) -> str | None:
-    return name[: -len(ending)] if name.endswith(ending) else None
+    return name[: -len(ending)] if ending and name.endswith(ending) else None
+
+
+def _is_series_folder(path: Path) -> bool:
+    """A folder holding one DICOM series' slices (`imagesTr/case_001/*.dcm`)."""
+    return path.is_dir() and any(p.is_file() and p.name.lower().endswith(DICOM_ENDING) for p in path.iterdir())
+
+
+def _entry_stem(path: Path, ending: str) -> str | None:
+    """The stem a folder entry gives the case pattern: a file's name without the layout's ending,
+    or, when that ending is `.dcm`, a series folder's whole name."""
+    if path.name.startswith("."):
+        return None
+    stem = _stem(path.name, ending)
+    if stem is None and ending.lower() == DICOM_ENDING and _is_series_folder(path):
+        return path.name
+    return stem
 
 
 def _index_files(folder: Path, layout: DataLayout) -> dict[str, dict[int, Path]]:
@@ -33,7 +52,7 @@ def _index_files(folder: Path, layout: DataLayout) -> dict[str, dict[int, Path]]
     pattern = re.compile(layout.case_id_pattern)
     found: dict[str, dict[int, Path]] = defaultdict(dict)
     for path in sorted(folder.iterdir()):
-        stem = _stem(path.name, layout.file_ending) if not path.name.startswith(".") else None
+        stem = _entry_stem(path, layout.file_ending)
         match = pattern.match(stem) if stem is not None else None
         if match is None:
             continue
@@ -49,8 +68,8 @@ def _index_labels(folder: Path, ending: str) -> dict[str, Path]:
         raise InvalidInput(f"layout: folder {folder.name!r} does not exist under the task folder")
     found = {}
     for path in sorted(folder.iterdir()):
-        stem = _stem(path.name, ending)
-        if stem and not path.name.startswith("."):
+        stem = _entry_stem(path, ending)
+        if stem:
             found[stem] = path
     return found
 
@@ -68,6 +87,7 @@ def read_groups(table: Path, group_key: str) -> dict[str, str]:
 
 
 EXT = "{ext}"  # in a template: whichever file ending the case's file has (mixed .png / .tif / .tiff)
+EXT_PATTERN = re.compile(r"\.[A-Za-z0-9]+(?:\.gz)?")
 
 
 def fill(template: str, case_id: str) -> str:
@@ -76,34 +96,50 @@ def fill(template: str, case_id: str) -> str:
 
 
 def case_file(task_dir: Path, template: str, case_id: str) -> str:
-    """The case's file under task/; an `{ext}` template resolves to the file that exists."""
+    """The case's file (or series folder) under task/; an `{ext}` template resolves to the file that exists."""
     path = fill(template, case_id)
     if EXT not in path:
-        return path
+        return str(PurePosixPath(path))  # `imagesTr/{case}/` names the folder itself
     folder, name = PurePosixPath(path).parent, PurePosixPath(path).name
-    pattern = template_regex(str(PurePosixPath(folder) / name.replace(case_id, "{case}", 1)))
+    before = name.removesuffix(EXT)
     for candidate in sorted((task_dir / folder).iterdir()) if (task_dir / folder).is_dir() else []:
-        match = pattern.fullmatch(candidate.name)
-        if match and match.group("case") == case_id:
+        if candidate.name.startswith(before) and EXT_PATTERN.fullmatch(candidate.name[len(before) :]):
             return str(folder / candidate.name)
     return path
 
 
+def _case_component(template: str) -> tuple[PurePosixPath, str]:
+    """The folder above the path component that holds `{case}`, and that component: the case id
+    may name a file (`imagesTr/{case}.nii.gz`) or a folder (`train/{case}/FLAIR`)."""
+    parts = PurePosixPath(template).parts
+    index = next((i for i, part in enumerate(parts) if "{case}" in part), len(parts) - 1)
+    return PurePosixPath(*parts[:index]), parts[index]
+
+
 def template_regex(template: str) -> re.Pattern[str]:
-    """Matches a file name made from the last path component of `template`; group 'case' is the id."""
-    before, after = PurePosixPath(template).name.split("{case}")
-    suffix = re.escape(after).replace(re.escape(EXT), r"(?P<ext>\.[A-Za-z0-9]+(?:\.gz)?)")
+    """Matches the name of the path component of `template` that holds `{case}`; group 'case' is the id."""
+    before, after = _case_component(template)[1].split("{case}")
+    suffix = re.escape(after).replace(re.escape(EXT), f"(?P<ext>{EXT_PATTERN.pattern})")
     return re.compile(f"{re.escape(before)}(?P<case>.+?){suffix}")
 
 
 def template_ids(task_dir: Path, template: str) -> list[str]:
-    """Case ids of the files under task/ that match `template`, sorted."""
-    folder = task_dir / PurePosixPath(template).parent
+    """Case ids of the files (or folders) under task/ that match `template`'s case component, sorted."""
+    parent = _case_component(template)[0]
+    folder = task_dir / parent
     if not folder.is_dir():
-        raise InvalidInput(f"layout.case_files: folder {str(PurePosixPath(template).parent)!r} does not exist")
+        raise InvalidInput(f"layout.case_files: folder {str(parent)!r} does not exist")
     pattern = template_regex(template)
     names = [p.name for p in folder.iterdir() if not p.name.startswith(".")]  # macOS `._x` files in real data
     return sorted({m.group("case") for name in names if (m := pattern.fullmatch(name))})
+
+
+def case_path_exists(path: Path) -> bool:
+    """A case's image is a file, or a series folder: a folder that holds at least one file (DICOM
+    series are read from their folder, whatever their files are called)."""
+    if path.is_file():
+        return True
+    return path.is_dir() and any(p.is_file() and not p.name.startswith(".") for p in path.iterdir())
 
 
 def table_ids(table: Path, column: str | None) -> list[str]:
@@ -137,7 +173,7 @@ def _template_cases(task_dir: Path, layout: DataLayout, files: CaseFiles, split:
     for case_id in ids:
         paths = [case_file(task_dir, t, case_id) for t in images]
         label_path = case_file(task_dir, label, case_id) if label else None
-        absent = [p for p in [*paths, label_path] if p is not None and not (task_dir / p).is_file()]
+        absent = [p for p in [*paths, label_path] if p is not None and not case_path_exists(task_dir / p)]
         if absent:
             raise InvalidInput(
                 f"case {case_id!r}: files {absent[:3]} are missing under task/", field="layout.case_files"
