@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -37,6 +38,7 @@ from tools.scaffolds.nnunet_steps import (
     DEFAULT_MODEL,
     DEFAULT_ROOT,
     DEFAULT_TASK_DIR,
+    LOGS,
     MODULE,
     commands,
 )
@@ -81,6 +83,18 @@ def train(
         _record_no_mirroring(folder / "checkpoint_final.pth")
     trainer.perform_actual_validation(save_probabilities=False)
     return folder
+
+
+def copy_training_logs(fold_folder: Path, dest: Path) -> Path:
+    """nnU-Net's training log and debug record of one fold, copied where the attempt declares its logs
+    (the log's name carries a timestamp; the copy's folder does not)."""
+    logs = sorted(fold_folder.glob("training_log_*.txt")) + sorted(fold_folder.glob("debug.json"))
+    if not logs:
+        raise Conflict(f"predictions: {fold_folder} holds no nnU-Net training log; train the fold first", field="fold")
+    dest.mkdir(parents=True, exist_ok=True)
+    for log in logs:
+        shutil.copyfile(log, dest / log.name)
+    return dest
 
 
 def _record_no_mirroring(checkpoint: Path) -> None:
@@ -165,7 +179,10 @@ def _run(args: argparse.Namespace, task: TaskData) -> dict[str, object]:
         folder = train(layout, args.configuration, args.fold, device=args.device, **options)
         return {"fold_folder": str(folder)}
     if args.action == "to-task":
-        return predictions_to_task(task, layout, args.predictions, args.dest, split=args.split, fold=args.fold)
+        result = predictions_to_task(task, layout, args.predictions, args.dest, split=args.split, fold=args.fold)
+        if args.split == "val":
+            result["logs"] = str(copy_training_logs(args.predictions.parent, Path(LOGS) / f"fold_{args.fold}"))
+        return result
     if args.action == "package":
         return package(layout, args.configuration, args.dest, args.folds)
     if args.action == "predict-test":

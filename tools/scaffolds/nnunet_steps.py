@@ -20,15 +20,23 @@ DEFAULT_ROOT = ".amid-local/nnunet"  # ignored by the attempts repository's .git
 DEFAULT_TASK_DIR = "../../task"  # the workspace's public task folder, seen from a worktree
 DEFAULT_DATASET_ID = 501
 DEFAULT_MODEL = ".amid-local/nnunet_model"  # the packaged model: declare it as artifacts.checkpoint
+LOGS = ".amid-local/logs"  # to-task copies each fold's nnU-Net training log here: declare it as artifacts.logs
 MODULE = "tools.scaffolds.nnunet"
 SCORE_MODULE = "tools.scaffolds.score"
 PREDICTIONS = "predictions"
-MANIFEST_NOTE = "task labels and reference geometry; the fold is recorded in predictions/training_manifest.json"
+MANIFEST_NOTE = (
+    f"task labels and reference geometry; the fold is recorded in {PREDICTIONS}/training_manifest.json and its "
+    f"nnU-Net training log copied to {LOGS}/fold_N"
+)
 REPLAY_NOTE = (
     "not a job: this is the attempt's inference_command (submit_attempt). The reviewer runs it in its sandbox "
     "for the validation replay ({fold}: each declared fold) and the holdout replay ({fold}: the first one), "
-    "with only the frozen commit, the inputs and your declared checkpoint at {checkpoint}: no worktree paths. "
-    f"{PIN_FLAG} pins the scaffold's source: a replay by another version of it refuses"
+    "with only the frozen commit, the inputs and your declared checkpoint at {checkpoint}: no worktree paths"
+)
+NNUNET_REPLAY_NOTE = (
+    f"{REPLAY_NOTE}. {PIN_FLAG} pins the scaffold's source: a replay by another version of it refuses. "
+    f'Declare artifacts: predictions {{"N": "{PREDICTIONS}/fold_N"}} per scored fold, training_manifest '
+    f'"{PREDICTIONS}/training_manifest.json", checkpoint "{DEFAULT_MODEL}", logs ["{LOGS}"], submission "submission"'
 )
 SCORE_NOTE = "prints declared_scores for submit_attempt, computed with the reviewer's own metric code"
 PACKAGE_NOTE = "the folder to declare as artifacts.checkpoint: everything the replay reads, nothing else"
@@ -173,6 +181,6 @@ def _finish(python: str, device: str) -> list[ScaffoldStep]:
             name="replay",
             argv=["{python}", "-m", MODULE, *replay, "--output-dir", "{output_dir}", *pin],
             job=False,
-            note=REPLAY_NOTE,
+            note=NNUNET_REPLAY_NOTE,
         ),
     ]

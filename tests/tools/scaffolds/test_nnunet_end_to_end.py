@@ -14,7 +14,6 @@ import pytest
 from server.reviewer.agreement import LABEL_AGREEMENT, label_agreement
 from server.workspace import Workspace
 from tests.tools.scaffolds.graded import (
-    NO_DA_WORKERS,
     freeze_like_submit,
     grade_with_task_grader,
     moved_away,
@@ -31,7 +30,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 def test_nnunet_lane_converts_plans_trains_predicts_and_converts_back(workspace: Workspace, tmp_path: Path) -> None:
     worktree = worktree_of(workspace)
-    steps = {s.name: s for s in commands(sys.executable, "demo-liver-lesion-ct", "3d_fullres", 5, cpus=2)}
+    steps = {s.name: s for s in commands(sys.executable, "demo-liver-lesion-ct", "3d_fullres", 5, gpus_here=0, cpus=2)}
     run_step(steps["convert"], worktree)
     run_step(steps["plan_and_preprocess"], worktree)  # the real nnUNetv2_plan_and_preprocess, integrity checked
     preprocessed = worktree / ".amid-local/nnunet/preprocessed/Dataset501_DemoLiverLesionCt"
@@ -40,7 +39,7 @@ def test_nnunet_lane_converts_plans_trains_predicts_and_converts_back(workspace:
     splits = json.loads((preprocessed / "splits_final.json").read_text(encoding="utf-8"))  # survived preprocessing
     assert [sorted(s["val"]) for s in splits] == [f.val_cases for f in locked.folds]
 
-    run_step(steps["smoke_train_fold_0"], worktree, ["--device", "cpu", "--iterations", "2"], NO_DA_WORKERS)
+    run_step(steps["smoke_train_fold_0"], worktree)  # as the lane gives it on CPU: --device cpu, 1 epoch of 2
     run_step(steps["to_task_fold_0"], worktree)
     fold_dir = worktree / "predictions/fold_0"
     for case_id in locked.folds[0].val_cases:
@@ -52,10 +51,8 @@ def test_nnunet_lane_converts_plans_trains_predicts_and_converts_back(workspace:
     manifest = json.loads((worktree / "predictions/training_manifest.json").read_text(encoding="utf-8"))
     assert manifest["folds"]["0"] == locked.folds[0].train_cases
 
-    predict = steps["predict_test"]
-    only_fold_0 = predict.model_copy(update={"command": predict.command[: predict.command.index("-f")]})
-    run_step(only_fold_0, worktree, ["-f", "0", "-device", "cpu", "--disable_tta", "-npp", "1", "-nps", "1"])
-    run_step(steps["to_task_test"], worktree)
+    run_step(steps["package"], worktree)  # every trained fold: here fold 0
+    run_step(steps["predict_test"], worktree)  # the packaged folds, as the replay predicts
     submission = worktree / "submission"
     assert [row["case_id"] for row in submission_rows(submission)] == sorted(
         p.name.removesuffix("_0000.nii.gz") for p in (workspace.task_dir / "public/test/images").iterdir()
@@ -63,7 +60,6 @@ def test_nnunet_lane_converts_plans_trains_predicts_and_converts_back(workspace:
     scores = grade_with_task_grader(workspace, submission)  # the challenge's grader accepts it
     assert 0.0 <= scores["dice"] <= 1.0 and scores["hd95"] >= 0.0
 
-    run_step(steps["package"], worktree)  # every trained fold: here fold 0
     model = worktree / DEFAULT_MODEL
     assert sorted(p.relative_to(model).as_posix() for p in model.rglob("*") if p.is_file()) == [
         "amid_conversion.json", "dataset.json", "dataset_fingerprint.json", "fold_0/checkpoint_final.pth", "plans.json",
