@@ -21,9 +21,14 @@ def case_channels(result: CaseResult) -> int:
     return sum(h.n_channels for h in result.headers if h)
 
 
+def _readable(results: list[CaseResult]) -> list[CaseResult]:
+    """Cases whose every image file was read: a missing channel file is its own issue already."""
+    return [r for r in results if r.headers and all(h is not None for h in r.headers)]
+
+
 def usual_channels(results: list[CaseResult]) -> int | None:
     """The channel count most readable cases have (the smaller one on a tie); None without any."""
-    counts = Counter(case_channels(r) for r in results if r.header is not None)
+    counts = Counter(case_channels(r) for r in _readable(results))
     if not counts:
         return None
     return min(counts, key=lambda n: (-counts[n], n))
@@ -32,7 +37,7 @@ def usual_channels(results: list[CaseResult]) -> int | None:
 def channel_count_issues(results: list[CaseResult]) -> list[ProfileIssue]:
     """One issue per case whose channel count is not the usual one."""
     usual = usual_channels(results)
-    readable = [r for r in results if r.header is not None]
+    readable = _readable(results)
     share = sum(case_channels(r) == usual for r in readable)
     return [_issue(r, usual, share, len(readable)) for r in readable if case_channels(r) != usual]
 

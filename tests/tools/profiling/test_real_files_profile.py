@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import nibabel as nib
 import numpy as np
@@ -71,7 +72,8 @@ def test_a_task_stored_as_4d_files_throughout_is_multi_channel_with_no_4d_issue(
 
 def test_nan_voxels_of_a_real_resampled_volume_are_counted_and_left_out_of_the_intensity_statistics() -> None:
     path = NIFTI_FILES / "resampled_anat_moved.nii"  # float32, NaN outside the moved field of view
-    volume = np.asarray(nib.load(path).dataobj, dtype=np.float64)
+    image: Any = nib.load(path)
+    volume = np.asarray(image.dataobj, dtype=np.float64)
     central = volume[:, :, volume.shape[2] // 2]
     assert np.isnan(central).any()
     profile = profile_dataset(make_request("segmentation", _cases({"moved": path})))
