@@ -93,6 +93,18 @@ def _stream(body: dict[str, Any], step: Step, n: int) -> bytes:
 class ChatEndpoint(ScriptedEndpoint):
     url_suffix = "/v1"
 
+    def is_model_request(self, path: str) -> bool:
+        return path.rstrip("/").endswith("/chat/completions")
+
+    def auth_error_body(self) -> dict[str, Any]:
+        return {
+            "error": {
+                "message": "Incorrect API key provided: sk-revoked.",
+                "type": "invalid_request_error",
+                "code": "invalid_api_key",
+            }
+        }
+
     def answer(self, path: str, body: dict[str, Any]) -> Reply:
         if not path.rstrip("/").endswith("/chat/completions"):
             return self.not_found(path)

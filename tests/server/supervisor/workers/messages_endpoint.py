@@ -101,6 +101,12 @@ def _stream(step: Step, n: int) -> bytes:
 
 
 class MessagesEndpoint(ScriptedEndpoint):
+    def is_model_request(self, path: str) -> bool:
+        return path.startswith("/v1/messages") and "count_tokens" not in path
+
+    def auth_error_body(self) -> dict[str, Any]:
+        return {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}
+
     def answer(self, path: str, body: dict[str, Any]) -> Reply:
         self.requests.append(body)
         if not path.startswith("/v1/messages") or "count_tokens" in path:

@@ -154,6 +154,18 @@ def _stream(body: dict[str, Any], step: Step, n: int) -> bytes:
 class ResponsesEndpoint(ScriptedEndpoint):
     url_suffix = "/v1"
 
+    def is_model_request(self, path: str) -> bool:
+        return path.rstrip("/").endswith("/responses")
+
+    def auth_error_body(self) -> dict[str, Any]:
+        return {
+            "error": {
+                "message": "Incorrect API key provided: sk-revoked.",
+                "type": "invalid_request_error",
+                "code": "invalid_api_key",
+            }
+        }
+
     def answer_get(self, path: str) -> Reply:  # the model list Codex refreshes: none beyond the configured one
         return reply("application/json", {"models": [], "data": []})
 

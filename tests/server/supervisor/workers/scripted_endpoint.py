@@ -1,6 +1,10 @@
 """The HTTP part every scripted model endpoint shares: a threaded server on a free loopback port that
 keeps each request body and sends what the endpoint's `answer` returns (the protocols differ, the
-serving does not), and the log of scripted turns: what the model received, what it answered."""
+serving does not), and the log of scripted turns: what the model received, what it answered.
+
+Two faults a real model service shows, for the watchdog and breaker tests: `hold` (a predicate over a
+request body) keeps a request unanswered until the endpoint closes, like a model that never answers;
+`auth_error` answers every model request 401 in the protocol's own error shape, like a revoked key."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -32,6 +37,11 @@ class ScriptedEndpoint:
         self.requests: list[dict[str, Any]] = []
         self.turns: list[dict[str, Any]] = []
         self.started = time.monotonic()
+        self.hold: Callable[[dict[str, Any]], bool] | None = None
+        self.held: list[dict[str, Any]] = []  # the requests kept unanswered
+        self.auth_error = False
+        self.refused = 0  # model requests answered 401
+        self._closing = threading.Event()
         endpoint = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -43,7 +53,15 @@ class ScriptedEndpoint:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
-                self._send(endpoint.answer(self.path, body))
+                if endpoint.auth_error and endpoint.is_model_request(self.path):
+                    endpoint.refused += 1
+                    self._send(reply("application/json", endpoint.auth_error_body(), status=401))
+                elif endpoint.hold is not None and endpoint.is_model_request(self.path) and endpoint.hold(body):
+                    endpoint.held.append(body)
+                    endpoint._closing.wait()  # silent: no byte until the endpoint closes, then the line drops
+                    self.close_connection = True
+                else:
+                    self._send(endpoint.answer(self.path, body))
 
             def _send(self, answer: Reply) -> None:
                 status, kind, data = answer
@@ -58,6 +76,14 @@ class ScriptedEndpoint:
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     def answer(self, path: str, body: dict[str, Any]) -> Reply:
+        raise NotImplementedError
+
+    def is_model_request(self, path: str) -> bool:
+        """A request that asks the model for a turn (not a model list or a token count)."""
+        raise NotImplementedError
+
+    def auth_error_body(self) -> dict[str, Any]:
+        """The protocol's answer to a bad API key (401)."""
         raise NotImplementedError
 
     def log_turn(self, results: list[str], step: Step) -> Step:
@@ -82,6 +108,7 @@ class ScriptedEndpoint:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._closing.set()
         self.server.shutdown()
         self.server.server_close()
 
