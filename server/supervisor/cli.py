@@ -127,6 +127,11 @@ def _worker_options(command: Any) -> Any:
     "--worker-env", multiple=True, metavar="KEY=VALUE",
     help="environment for the managed workers' CLIs (model endpoint, API key; AMID_SCRIPTED_CHEAT=worker-3 …)",
 )  # fmt: skip
+@click.option(
+    "--allow-host", "network_allow", multiple=True, metavar="HOST:PORT",
+    help="another HOST:PORT a sandboxed worker may reach (repeatable); it reaches only the server and its model "
+    "endpoint otherwise",
+)  # fmt: skip
 @_worker_options
 def supervise_command(
     workspace: Path | None, server: str | None, token: str | None, poll_s: float, until_done: bool,
@@ -146,7 +151,7 @@ def _worker_settings(env: dict[str, str], flags: dict[str, Any]) -> dict[str, An
     """WorkerSettings values from the flags given; the endpoint's key is read here, from the variable named."""
     import os
 
-    given = {name: value for name, value in flags.items() if value is not None}
+    given = {name: value for name, value in flags.items() if value is not None and value != ()}
     key_env = given.pop("model_api_key_env", None)
     if key_env is not None:
         if key_env not in os.environ:
@@ -183,5 +188,6 @@ def _pool(workspace: Path | None, url: str, backend: str, n: int, token: str, va
     except ValidationError as exc:
         first = exc.errors()[0]
         name = str(first["loc"][0])
-        raise InvalidInput(f"--{name.replace('_', '-')}: {first['msg']}", field=name) from None
+        flag = "allow-host" if name == "network_allow" else name.replace("_", "-")
+        raise InvalidInput(f"--{flag}: {first['msg']}; got {first.get('input')!r}", field=name) from None
     return WorkerPool(Workspace.open(workspace), url, backend, n, settings=settings, supervisor_token=token)
