@@ -12,7 +12,7 @@ from tools.profiling.models import CaseRecord, Predicate, ProfileIssue
 from tools.profiling.representation import Representation
 from tools.profiling.supervision import Supervision
 
-PROFILE_VERSION = 1
+PROFILE_VERSION = 2
 # Issues listed in the compact profile; the rest are counted by code and kept in profile.json.
 COMPACT_ISSUES = 25
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
