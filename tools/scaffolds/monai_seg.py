@@ -3,15 +3,21 @@
     python -m tools.scaffolds.monai_seg train --config CONFIG.json --fold 0 --out runs/monai_fold_0
     python -m tools.scaffolds.monai_seg predict --checkpoint runs/monai_fold_0/checkpoint.pt --split val --fold 0 \
         --dest predictions/fold_0
-    python -m tools.scaffolds.monai_seg predict --checkpoint … --split test --dest submission
+    python -m tools.scaffolds.monai_seg predict --checkpoint .amid-local/monai_model --fold 0 --split test \
+        --dest submission
     python -m tools.scaffolds.monai_seg package --runs .amid-local/monai --dest .amid-local/monai_model
     python -m tools.scaffolds.monai_seg replay --model {checkpoint} --fold {fold} --input-dir IN --output-dir OUT
 
 `train` writes `checkpoint.pt`, `train_log.jsonl` and `training_manifest.json` (the case ids it
-trained on, for the reviewer's SPLIT_LEAK check). The configuration comes from the lane
-(`memory/lanes/<lane>.monai_config.json`, chosen from the data profile); copy and edit it freely.
+trained on, for the reviewer's SPLIT_LEAK check) to `--out`. `predict --split val` writes the
+fold's cases only to `--dest` (the reviewer rejects any other file there) and records the fold in
+`predictions/training_manifest.json` beside it: the file to declare as `artifacts.training_manifest`.
+`--checkpoint` is a train step's `checkpoint.pt` or the packaged folder with `--fold`. The
+configuration comes from the lane (`memory/lanes/<lane>.monai_config.json`, chosen from the data
+profile); copy and edit it freely.
 `package` writes the folder to declare as `artifacts.checkpoint` (tools/scaffolds/monai_model.py);
-`replay` is the attempt's inference command: it reads the weights from that folder alone.
+`replay` is the attempt's inference command: it reads the weights from that folder alone, and refuses
+(SCAFFOLD_CHANGED) when `--scaffold-sha256` names other scaffold code than the installed one.
 """
 
 from __future__ import annotations
@@ -19,7 +25,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -28,7 +33,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from server.errors import AmidError, InvalidInput
+from server.errors import AmidError, Conflict, DataUnreadable, InvalidInput
 from tools.scaffolds.monai_config import MonaiConfig
 from tools.scaffolds.monai_data import (
     denormalise,
@@ -39,7 +44,16 @@ from tools.scaffolds.monai_data import (
     write_prediction,
 )
 from tools.scaffolds.monai_model import fold_weights, package
-from tools.scaffolds.taskdata import MANIFEST_NAME, TaskData, write_manifest, write_submission
+from tools.scaffolds.pinning import PIN_FLAG, check_pin
+from tools.scaffolds.taskdata import (
+    MANIFEST_NAME,
+    STRAY_FIX,
+    TaskData,
+    manifest_beside,
+    stray_files,
+    write_manifest,
+    write_submission,
+)
 
 MODULE = "tools.scaffolds.monai_seg"
 
@@ -127,28 +141,42 @@ def predict(
     split: Literal["val", "test"],
     fold: int | None = None,
     device: str = "auto",
+    manifest: Path | None = None,
 ) -> dict[str, object]:
-    """Predict every case of the fold's validation set (or the test set) in the task's format."""
-    cfg, model, run_on, state = _load(checkpoint, device)
-    if split == "val":
-        fold = state["fold"] if fold is None else fold
-        case_ids, folder = task.fold(fold)[1], dest
-    else:
-        case_ids, folder = sorted(task.test_cases), dest / "predictions"
-    if not case_ids:
-        raise InvalidInput(f"split: {split} has no cases in this task", field="split")
-    cases = items(task, case_ids, with_label=False)
-    written = _predict_all(cfg, model, run_on, cases, folder, task.contract.layout.file_ending)
-    files = {case_id: str(path.relative_to(dest)) for case_id, path in written.items()}
-    result: dict[str, object] = {"split": split, "cases": len(files), "dest": str(dest)}
-    manifest = checkpoint.parent / MANIFEST_NAME
-    if split == "val" and manifest.is_file():
-        # The evidence travels with the predictions it explains.
-        shutil.copy2(manifest, dest / MANIFEST_NAME)
-        result["manifest"] = str(dest / MANIFEST_NAME)
+    """Predict every case of the fold's validation set (or the test set) in the task's format. `dest`
+    for a fold holds its cases only; the fold's training manifest entry goes to `manifest`
+    (default: beside `dest`, `predictions/training_manifest.json`)."""
+    cfg, model, run_on, state = _load(fold_weights(checkpoint, fold), device)
+    ending = task.contract.layout.file_ending
     if split == "test":
-        result["submission"] = str(write_submission(task, dest, files))
-    return result
+        if not task.test_cases:
+            raise InvalidInput("split: test has no cases in this task", field="split")
+        written = _predict_all(cfg, model, run_on, items(task, sorted(task.test_cases), with_label=False),
+                               dest / "predictions", ending)  # fmt: skip
+        files = {case_id: str(path.relative_to(dest)) for case_id, path in written.items()}
+        return {"split": split, "cases": len(files), "dest": str(dest),
+                "submission": str(write_submission(task, dest, files))}  # fmt: skip
+    val_fold: int = state["fold"] if fold is None else fold
+    case_ids, trained_on = task.fold(val_fold)[1], _trained_on(checkpoint, val_fold)
+    stray = stray_files(dest, case_ids, ending)
+    if stray:
+        raise Conflict(f"dest: {dest} holds files that are not fold {val_fold}'s cases {stray[:5]}; {STRAY_FIX}")
+    written = _predict_all(cfg, model, run_on, items(task, case_ids, with_label=False), dest, ending)
+    recorded = write_manifest(manifest or manifest_beside(dest), fold=val_fold, train_cases=trained_on,
+                              val_cases=case_ids, source=f"{MODULE} {checkpoint}")  # fmt: skip
+    return {"split": split, "cases": len(written), "dest": str(dest), "manifest": str(recorded)}
+
+
+def _trained_on(checkpoint: Path, fold: int) -> list[str]:
+    """The case ids the train step recorded beside the checkpoint (the evidence travels with the weights)."""
+    recorded = checkpoint.parent / MANIFEST_NAME
+    try:
+        return list(json.loads(recorded.read_text(encoding="utf-8"))["folds"][str(fold)])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise DataUnreadable(
+            f"checkpoint: {recorded} has no fold {fold} entry; predict a fold from its train step's checkpoint.pt",
+            field="checkpoint",
+        ) from None
 
 
 def replay(
@@ -225,10 +253,14 @@ def _parser() -> argparse.ArgumentParser:
     predict_parser.add_argument("--checkpoint", type=Path, required=True)
     predict_parser.add_argument("--split", choices=["val", "test"], required=True)
     predict_parser.add_argument("--dest", type=Path, required=True)
+    predict_parser.add_argument(
+        "--manifest", type=Path, default=None, help="training manifest (default: beside --dest) to record the fold in"
+    )
     replay_parser = sub.choices["replay"]
     replay_parser.add_argument("--model", type=Path, required=True, help="{checkpoint}: the packaged folder")
     replay_parser.add_argument("--input-dir", type=Path, required=True)
     replay_parser.add_argument("--output-dir", type=Path, required=True)
+    replay_parser.add_argument(PIN_FLAG, dest="scaffold_sha256", default=None, help="the scaffold code pinned")
     package_parser = sub.choices["package"]
     package_parser.add_argument("--runs", type=Path, required=True, help="the train step's fold_N/ folders")
     package_parser.add_argument("--folds", nargs="+", type=int, default=None, help="default: every trained fold")
@@ -249,7 +281,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             cfg = cfg.model_copy(update={k: v for k, v in overrides.items() if v is not None})
             result = train(task, cfg, 0 if args.fold is None else args.fold, args.out, device=args.device)
         else:
-            result = predict(task, args.checkpoint, args.dest, split=args.split, fold=args.fold, device=args.device)
+            result = predict(
+                task, args.checkpoint, args.dest, split=args.split, fold=args.fold, device=args.device,
+                manifest=args.manifest,
+            )  # fmt: skip
     except AmidError as exc:
         print(f"{exc.code}: {exc.message}", file=sys.stderr)
         return 2
@@ -261,6 +296,7 @@ def _model_action(args: argparse.Namespace) -> dict[str, object]:
     """The actions that need no task folder (the replay's sandbox has none)."""
     if args.action == "package":
         return package(args.runs, args.dest, args.folds)
+    check_pin("monai", args.scaffold_sha256)  # a replay by other scaffold code than the attempt's refuses
     return replay(args.model, args.fold, args.input_dir, args.output_dir, device=args.device)
 
 

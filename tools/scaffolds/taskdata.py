@@ -21,6 +21,7 @@ from tools.task.folds import LockedFolds
 
 MANIFEST_NAME = "training_manifest.json"
 MANIFEST_FIX = "delete it or name another --manifest path"
+STRAY_FIX = "move them out of the fold folder (manifests and logs go beside it: predictions/training_manifest.json)"
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,12 @@ def manifest_beside(predictions: Path) -> Path:
 
     Never inside the fold folder: the reviewer takes every file there as a prediction (PRED_SCHEMA)."""
     return predictions.parent / MANIFEST_NAME
+
+
+def stray_files(folder: Path, case_ids: list[str], ending: str) -> list[str]:
+    """Names in `folder` that are not `CASE<ending>` of `case_ids`: the reviewer rejects a fold folder holding any."""
+    expected = {f"{case_id}{ending}" for case_id in case_ids}
+    return sorted(p.name for p in folder.iterdir() if p.name not in expected) if folder.is_dir() else []
 
 
 def write_manifest(path: Path, *, fold: int, train_cases: list[str], val_cases: list[str], source: str) -> Path:

@@ -31,6 +31,8 @@ from tools.planning.steps import MONAI_MODEL, monai_steps
 from tools.scaffolds.monai_config import MonaiConfig, config_from_facts
 from tools.scaffolds.monai_model import package
 from tools.scaffolds.monai_seg import build_network
+from tools.scaffolds.monai_steps import CPU_EPOCHS, CPU_ITERATIONS
+from tools.scaffolds.pinning import PIN_FLAG, scaffold_digest
 from tools.task.importers import import_task
 
 LANE = "monai-3d-segresnet-swinunetr"
@@ -93,18 +95,21 @@ def test_monai_lane_trains_on_the_locked_fold_and_predicts_in_the_task_format(
         reference = nib.load(workspace.task_dir / "public/train/images" / f"{case_id}_0000.nii.gz")
         assert prediction.shape == reference.shape and np.allclose(prediction.affine, reference.affine)
         assert set(np.unique(np.asarray(prediction.dataobj))) <= {0, 1, 2}
-    manifest = json.loads((worktree / "predictions/fold_0/training_manifest.json").read_text(encoding="utf-8"))
-    assert manifest["train_cases"] == fold["train_cases"] and manifest["fold"] == 0
+    assert sorted(p.name for p in (worktree / "predictions/fold_0").iterdir()) == sorted(
+        f"{case_id}.nii.gz" for case_id in fold["val_cases"]
+    )  # the fold's cases only: any other file there is PRED_SCHEMA
+    manifest = json.loads((worktree / "predictions/training_manifest.json").read_text(encoding="utf-8"))
+    assert manifest["folds"] == {"0": fold["train_cases"]}
     assert len((worktree / ".amid-local/monai/fold_0/train_log.jsonl").read_text(encoding="utf-8").splitlines()) == 1
-    run_step(steps["predict_test"], worktree, cpu)
-    assert len(submission_rows(worktree / "submission")) == 6
-    scores = grade_with_task_grader(workspace, worktree / "submission")
-    assert 0.0 <= scores["dice"] <= 1.0
     run_step(steps["package"], worktree)
     model = worktree / MONAI_MODEL
     assert sorted(p.relative_to(model).as_posix() for p in model.rglob("*")) == [
         "fold_0", "fold_0/checkpoint.pt", "fold_0/monai_config.json"
     ]  # fmt: skip
+    run_step(steps["predict_test"], worktree, cpu)  # from the packaged fold 0
+    assert len(submission_rows(worktree / "submission")) == 6
+    scores = grade_with_task_grader(workspace, worktree / "submission")
+    assert 0.0 <= scores["dice"] <= 1.0
     frozen = freeze_like_submit(model, tmp_path)
     moved_away(worktree / ".amid-local", tmp_path)  # training runs and package gone: the frozen copy only
     cases = fold["val_cases"][:2]
@@ -120,10 +125,40 @@ def test_monai_lane_trains_on_the_locked_fold_and_predicts_in_the_task_format(
 def test_the_monai_steps_package_the_model_and_replay_from_checkpoint_alone() -> None:
     steps = {s.name: s for s in monai_steps(LANE, "/venv/bin/python", 3)}
     assert list(steps)[-3:] == ["package", "predict_test", "replay"]
-    assert steps["package"].command[-4:] == ["--runs", ".amid-local/monai", "--dest", MONAI_MODEL]
+    assert steps["package"].argv[-4:] == ["--runs", ".amid-local/monai", "--dest", MONAI_MODEL]
     replay = "{python} -m tools.scaffolds.monai_seg replay --model {checkpoint} --fold {fold} --input-dir {input_dir}"
-    assert steps["replay"].command == [*replay.split(), "--output-dir", "{output_dir}"]
+    pin = [PIN_FLAG, scaffold_digest("monai")]
+    assert steps["replay"].argv == [*replay.split(), "--output-dir", "{output_dir}", *pin]
+    assert not steps["replay"].job and steps["replay"].run_gpu_job is None
     assert "inference_command" in steps["replay"].note and "artifacts.checkpoint" in steps["package"].note
+    assert steps["predict_test"].argv[3:8] == ["predict", "--checkpoint", MONAI_MODEL, "--fold", "0"]
+
+
+def test_without_a_gpu_every_monai_step_runs_on_cpu_at_the_stated_budget() -> None:
+    steps = {s.name: s for s in monai_steps(LANE, "/venv/bin/python", 2, gpus_here=0)}
+    jobs = [s for s in steps.values() if s.job]
+    assert all(s.gpus == 0 and s.gpu_only is None for s in jobs)
+    assert all(s.argv[s.argv.index("--device") + 1] == "cpu" for s in jobs if "--device" in s.argv)
+    train = steps["train_fold_0"].argv
+    budget = ["--epochs", str(CPU_EPOCHS), "--iterations", str(CPU_ITERATIONS)]
+    assert train[-4:] == budget and f"{CPU_EPOCHS} epochs of {CPU_ITERATIONS} batches" in steps["train_fold_0"].note
+    smoke = steps["smoke_train_fold_0"].argv
+    assert smoke[smoke.index("--out") + 1] == ".amid-local/monai/fold_0"  # what package and predict_fold_0 read
+    assert [s.name for s in steps.values() if s.route == "smoke"] == ["smoke_train_fold_0"]
+    assert [s.name for s in steps.values() if s.route == "full"] == [
+        "train_fold_0", "train_fold_1", "predict_fold_1", "score_fold_1"
+    ]  # fmt: skip
+    assert steps["score_fold_0"].argv[1:] == [
+        "-m", "tools.scaffolds.score", "--predictions", "predictions/fold_0", "--fold", "0",
+        "--out", ".amid-local/scores/fold_0.json",
+    ]  # fmt: skip
+
+
+def test_with_a_gpu_the_monai_training_steps_take_it_and_the_configurations_epochs() -> None:
+    steps = {s.name: s for s in monai_steps(LANE, "/venv/bin/python", 1, gpus_here=2)}
+    for name in ("smoke_train_fold_0", "train_fold_0", "predict_fold_0", "predict_test"):
+        assert steps[name].gpus == 1 and "cuda" in steps[name].argv, name
+    assert "--epochs" not in steps["train_fold_0"].argv and steps["score_fold_0"].gpus == 0
 
 
 @pytest.mark.slow
