@@ -40,6 +40,7 @@ from server.package.layout import (
 from server.package.signing import fingerprint, run_key, sign_package
 from server.repo import detached_worktree, stored_commit
 from server.workspace import Workspace
+from tools.scaffolds.vendoring import scaffold_in, vendor
 
 PACKAGE_DIR = "package"
 CHUNK = 1 << 20
@@ -145,7 +146,7 @@ def _damaged(target: Path, manifest: dict[str, Any]) -> list[str]:
 
 def _write(ev: PackageEvidence, workspace: Workspace, staging: Path, by: str) -> tuple[str, int, int]:
     os.chmod(staging, 0o755)
-    _write_code(ev, workspace, staging / "code")
+    vendored = _write_code(ev, workspace, staging / "code")
     for artifact in ev.artifacts:
         _copy_checked(workspace.root / artifact["frozen_path"], staging / package_path(artifact), artifact)
     _copy_review(ev, workspace, staging / "review.json")
@@ -154,22 +155,34 @@ def _write(ev: PackageEvidence, workspace: Workspace, staging: Path, by: str) ->
     _write_json(staging / "lineage.json", content.lineage(ev))
     (staging / "README.md").write_text(readme.render(ev, scores, _checkpoint_name(ev)), encoding="utf-8")
     files = [entry(staging, rel) for rel in tree_files(staging) if rel not in UNLISTED]
-    text = (json.dumps(content.manifest(ev, files, environment(), by), indent=1, sort_keys=True) + "\n").encode()
+    record = content.manifest(ev, files, environment(), by) | vendored_record(ev.attempt["inference_command"], vendored)
+    text = (json.dumps(record, indent=1, sort_keys=True) + "\n").encode()
     (staging / MANIFEST).write_bytes(text)
     digest = manifest_digest(text)
     (staging / MANIFEST_HASH).write_text(f"{digest}  {MANIFEST}\n", encoding="utf-8")
     return digest, len(files), sum(f["size_bytes"] for f in files)
 
 
-def _write_code(ev: PackageEvidence, workspace: Workspace, into: Path) -> None:
+def _write_code(ev: PackageEvidence, workspace: Workspace, into: Path) -> list[str]:
     """The commit as the reviewer replayed it: a read-tree checkout from the server's commit store
-    (`git archive` would honour the attempt's own export-ignore / export-subst attributes)."""
+    (`git archive` would honour the attempt's own export-ignore / export-subst attributes), plus the AMID
+    scaffold its inference command runs, so code/ re-runs without AMID (tools/scaffolds/vendoring.py).
+    Returns the scaffold files added (code/-relative)."""
     stored = stored_commit(workspace.commit_store, ev.attempt_id)
     if stored != ev.commit:
         raise Conflict(f"commit: {ev.commit[:12]} of {ev.attempt_id} is not intact in the server's commit store "
                        "(COMMIT_UNKNOWN); run `amid audit`", field="commit")  # fmt: skip
     with detached_worktree(workspace.commit_store, ev.commit) as tree:
         shutil.copytree(tree, into, symlinks=True)
+    return vendor(ev.attempt["inference_command"] or [], into)
+
+
+def vendored_record(argv: list[str] | None, vendored: list[str]) -> dict[str, Any]:
+    """The manifest's account of the scaffold files in code/ that are not the commit's (none: no entry)."""
+    found = scaffold_in(argv or [])
+    if not vendored or found is None:
+        return {}
+    return {"vendored_scaffold": {"scaffold": found[0], "sha256": found[1], "files": [f"code/{f}" for f in vendored]}}
 
 
 def _copy_checked(source: Path, target: Path, artifact: dict[str, Any]) -> None:

@@ -65,6 +65,13 @@ def _ledger_disagreements(package_dir: Path, manifest: dict[str, Any], record: d
     return wrong
 
 
+VENDORED_ROOTS = (
+    "code/tools/",
+    "code/server/",
+    "code/registry/",
+)  # where an AMID scaffold's modules go; nothing else is excused
+
+
 def code_check(package_dir: Path, manifest: dict[str, Any], workspace: Workspace) -> PackageCheck:
     """code/ holds exactly the tree of the commit in the server's commit store (git blob ids)."""
     import git
@@ -83,6 +90,10 @@ def code_check(package_dir: Path, manifest: dict[str, Any], workspace: Workspace
             expected[f"code/{path}"] = blob
     code = package_dir / "code"
     present = {p.relative_to(package_dir).as_posix(): p for p in code.rglob("*") if p.is_file() or p.is_symlink()}
+    # the AMID scaffold the inference command runs, added beside the commit (hashed in the manifest's files)
+    listed = (manifest.get("vendored_scaffold") or {}).get("files", [])
+    vendored = {rel for rel in listed if rel.startswith(VENDORED_ROOTS) and rel.endswith(".py")} - set(expected)
+    present = {rel: path for rel, path in present.items() if rel not in vendored}
     wrong = sorted(rel for rel in expected if rel not in present or _blob_id(present[rel]) != expected[rel])
     wrong += sorted(rel for rel in present if rel not in expected)
     if wrong:

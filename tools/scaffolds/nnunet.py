@@ -33,19 +33,11 @@ from server.errors import AmidError, Conflict
 from tools.scaffolds.nnunet_back import predictions_to_task
 from tools.scaffolds.nnunet_dataset import NnunetLayout, convert_task, dataset_name, write_splits
 from tools.scaffolds.nnunet_model import package, predict_test, replay
-from tools.scaffolds.nnunet_steps import (
-    DEFAULT_DATASET_ID,
-    DEFAULT_MODEL,
-    DEFAULT_ROOT,
-    DEFAULT_TASK_DIR,
-    LOGS,
-    MODULE,
-    commands,
-)
+from tools.scaffolds.nnunet_paths import DEFAULT_DATASET_ID, DEFAULT_MODEL, DEFAULT_ROOT, DEFAULT_TASK_DIR, LOGS, MODULE
 from tools.scaffolds.pinning import PIN_FLAG, check_pin
 from tools.scaffolds.taskdata import TaskData
 
-__all__ = ["commands", "main", "train"]
+__all__ = ["main", "train"]
 
 
 def train(
@@ -187,6 +179,8 @@ def _run(args: argparse.Namespace, task: TaskData) -> dict[str, object]:
         return package(layout, args.configuration, args.dest, args.folds)
     if args.action == "predict-test":
         return predict_test(task, args.model, args.dest, device=args.device)
+    from tools.scaffolds.nnunet_steps import commands  # planning code: only this action needs it
+
     steps = commands(
         sys.executable, task.contract.id, args.configuration, task.folds.k, gpus_here=args.gpus, root=args.out
     )

@@ -14,14 +14,10 @@ from pathlib import Path
 
 from tools.planning.portfolio import Route, ScaffoldStep
 from tools.scaffolds.nnunet_dataset import NnunetLayout, dataset_name
+from tools.scaffolds.nnunet_paths import DEFAULT_DATASET_ID, DEFAULT_MODEL, DEFAULT_ROOT, DEFAULT_TASK_DIR, LOGS, MODULE
 from tools.scaffolds.pinning import PIN_FLAG, scaffold_digest
 
-DEFAULT_ROOT = ".amid-local/nnunet"  # ignored by the attempts repository's .gitignore
-DEFAULT_TASK_DIR = "../../task"  # the workspace's public task folder, seen from a worktree
-DEFAULT_DATASET_ID = 501
-DEFAULT_MODEL = ".amid-local/nnunet_model"  # the packaged model: declare it as artifacts.checkpoint
-LOGS = ".amid-local/logs"  # to-task copies each fold's nnU-Net training log here: declare it as artifacts.logs
-MODULE = "tools.scaffolds.nnunet"
+__all__ = ["DEFAULT_DATASET_ID", "DEFAULT_MODEL", "DEFAULT_ROOT", "DEFAULT_TASK_DIR", "LOGS", "MODULE", "commands"]
 SCORE_MODULE = "tools.scaffolds.score"
 PREDICTIONS = "predictions"
 MANIFEST_NOTE = (
@@ -78,7 +74,9 @@ def _gpus(device: str) -> int:
 
 def _prepare(python: str, layout: NnunetLayout, configuration: str, cpus: int, device: str) -> list[ScaffoldStep]:
     root, dataset = str(layout.root), str(layout.dataset_id)
-    plan = [_nnunet(python, "nnUNetv2_plan_and_preprocess"), "-d", dataset, "-c", configuration, "-np", str(cpus)]
+    # -npfp too: fingerprint extraction starts 8 processes by default, whatever the machine has
+    plan = [_nnunet(python, "nnUNetv2_plan_and_preprocess"), "-d", dataset, "-c", configuration]
+    plan += ["-np", str(cpus), "-npfp", str(cpus)]
     smoke = ["train", "--out", root, "--configuration", configuration, "--fold", "0", "--device", device]
     budget = ["--epochs", str(SMOKE_EPOCHS), "--iterations", str(SMOKE_ITERATIONS), "--disable-tta"]
     # On CPU, augmentation worker processes only compete with the trainer for the same cores.
