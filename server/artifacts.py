@@ -156,6 +156,21 @@ class ArtifactStore:
             raise
         return FrozenFile(sha256, size, target.relative_to(self.workspace.root).as_posix())
 
+    def sweep_incoming(self) -> list[str]:
+        """Remove the partial copies a freeze cut short left behind (a SIGKILL between `mkstemp` and
+        the rename): `.incoming-*` files and unrenamed manifest `.tmp` files. Called when the server
+        starts, when no freeze can be in flight; returns the workspace-relative paths removed."""
+        if not self.root.is_dir():
+            return []
+        partial = [*self.root.glob(".incoming-*"), *self.root.glob(f"{FROZEN_DIR}/*/.incoming-*")]
+        partial += self.root.glob("manifests/*.tmp")
+        removed = []
+        for path in sorted(partial):
+            if path.is_file() and not path.is_symlink():
+                path.unlink(missing_ok=True)
+                removed.append(path.relative_to(self.workspace.root).as_posix())
+        return removed
+
     def write_manifest(self, attempt_id: str, manifest: dict[str, Any]) -> str:
         folder = self.root / "manifests"
         folder.mkdir(exist_ok=True)

@@ -12,7 +12,9 @@ error whose text names the field, what was received and what would be accepted.
     └── JobFailed         a job or subprocess could not start or ended badly
 
 Domain libraries (contract, profiling, metrics, planning) raise these too; they import nothing
-else from the server package.
+else from the server package. Messages read `field: got …; expected …`; `invalid`, `not_found`,
+`conflict` and `forbidden` build that form. An exception that is none of these reaches an agent
+as `INTERNAL` (server/toolkit.py), with a reference to the traceback in the server's log.
 """
 
 from __future__ import annotations
@@ -75,3 +77,18 @@ def shown(received: object) -> str:
 def invalid(field: str, received: object, expected: str) -> InvalidInput:
     """Build the standard message: which field, what came, what would be accepted."""
     return InvalidInput(f"{field}: got {shown(received)}; expected {expected}", field=field)
+
+
+def not_found(field: str, received: object, expected: str) -> NotFound:
+    """`field: got 'x'; expected …`: a named thing that does not exist, and where to find real ones."""
+    return NotFound(f"{field}: got {shown(received)}; expected {expected}", field=field)
+
+
+def conflict(field: str, received: object, expected: str) -> Conflict:
+    """`field: got 'x' (its state); expected …`: the thing exists but is in the wrong state."""
+    return Conflict(f"{field}: got {shown(received)}; expected {expected}", field=field)
+
+
+def forbidden(field: str, received: object, expected: str) -> Forbidden:
+    """`field: got 'x'; expected …`: the caller's role or identity may not do this."""
+    return Forbidden(f"{field}: got {shown(received)}; expected {expected}", field=field)

@@ -7,6 +7,7 @@ the CLI opens the file directly.
 
 from __future__ import annotations
 
+import http.client
 import json
 import urllib.error
 import urllib.request
@@ -36,6 +37,7 @@ def call(workspace: Workspace, action: str, body: dict[str, Any]) -> dict[str, A
 
 def _through_server(workspace: Workspace, mcp_url: str, action: str, body: dict[str, Any]) -> dict[str, Any]:
     parts = urlsplit(mcp_url)
+    wait_s = admin.SLOW_ACTIONS.get(action, admin.DEFAULT_WAIT_S)
     secret = (workspace.control_dir / "admin.secret").read_text(encoding="utf-8")
     request = urllib.request.Request(
         f"{parts.scheme}://{parts.netloc}/admin/{action}",
@@ -44,10 +46,28 @@ def _through_server(workspace: Workspace, mcp_url: str, action: str, body: dict[
         method="POST",
     )
     try:
-        with urllib.request.urlopen(request, timeout=admin.SLOW_ACTIONS.get(action, admin.DEFAULT_WAIT_S)) as response:
+        with urllib.request.urlopen(request, timeout=wait_s) as response:
             return dict(json.loads(response.read()))
     except urllib.error.HTTPError as exc:
-        detail = json.loads(exc.read() or b"{}").get("error", exc.reason)
-        raise InvalidInput(str(detail)) if exc.code == 400 else AmidError(str(detail)) from None
+        detail = _error_detail(exc)
+        raise InvalidInput(detail) if exc.code == 400 else AmidError(detail) from None
     except urllib.error.URLError as exc:
         raise Conflict(f"server at {mcp_url} does not answer ({exc.reason}); is it still running?") from None
+    except TimeoutError:
+        raise Conflict(
+            f"server at {mcp_url} did not answer {action} within {wait_s:.0f} s; see `amid status`"
+        ) from None
+    except (http.client.HTTPException, OSError, ValueError) as exc:  # it died or was stopped mid-call
+        raise Conflict(
+            f"server at {mcp_url} stopped answering during {action} ({type(exc).__name__}); "
+            f"is it still running? (amid status -w {workspace.root})"
+        ) from None
+
+
+def _error_detail(exc: urllib.error.HTTPError) -> str:
+    """The admin route's `error` text; a body that is not its JSON (a 500 page) gives the status line."""
+    try:
+        detail = json.loads(exc.read() or b"{}").get("error")
+    except (OSError, ValueError, AttributeError, http.client.HTTPException):
+        detail = None
+    return str(detail or f"HTTP {exc.code} {exc.reason}")

@@ -30,7 +30,7 @@ def wants_stream(body: bytes, streaming_tools: frozenset[str]) -> bool:
     """Whether this POST body is a call that can report progress and asks for it."""
     try:
         message = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than Python's stack (50,000 `[`)
         return False  # the transport answers the parse error, in one body
     if not isinstance(message, dict) or message.get("method") != "tools/call":
         return False

@@ -35,9 +35,18 @@ def _open(settings: Settings) -> Services:
     # No replay sandbox, no server: every review replays, and an unconfined replay sees the workspace.
     replay_kind = sandbox.resolve_kind(settings.replay_sandbox, sandbox.REPLAY)
     services = Services(settings=settings, workspace=workspace, ledger=Ledger(workspace.ledger_path))
+    _sweep_partial_freezes(services)
     unconfined = ["replays run unconfined (replay_sandbox=none): they can read the workspace"]
     _warn(services, unconfined if replay_kind == "none" else [])
     return services
+
+
+def _sweep_partial_freezes(services: Services) -> None:
+    """Partial copies of a freeze cut by a kill are removed before any call can freeze again."""
+    from server.artifacts import ArtifactStore
+
+    if removed := ArtifactStore(services.workspace).sweep_incoming():
+        services.ledger.activity.log("artifacts_swept", agent_id=None, payload={"removed": removed[:100]})
 
 
 def _warn(services: Services, warnings: list[str]) -> None:

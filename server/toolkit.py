@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import logging
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -40,6 +42,7 @@ from server.ledger.idempotency import Receipt
 from server.tool_manifest import ToolEntry
 from server.validation import validate_arguments
 
+log = logging.getLogger("amid.tools")
 ALL_ROLES: frozenset[Role] = frozenset({"agent", "supervisor", "human"})
 WORKERS: frozenset[Role] = frozenset({"agent", "supervisor"})
 
@@ -223,9 +226,22 @@ def _make_handler(entry: ToolEntry, services: Services, local_identity: Identity
             return encode_result(await anyio.to_thread.run_sync(_run_entry, entry, ctx, raw_arguments, progress))
         except AmidError as exc:
             raise ToolError(cut(f"{exc.code}: {exc.message}", MESSAGE_CHARS)) from None
+        except Exception as exc:  # a bug or an unforeseen input: coded, its traceback only in the server's log
+            raise ToolError(internal_error(entry.name, exc)) from None
 
     handler.__name__ = entry.name
     return handler
+
+
+def internal_error(tool: str, exc: Exception) -> str:
+    """The tool error for an exception AMID did not raise on purpose: its class and a reference the
+    server's log holds beside the traceback; never the exception's text (it may name server paths)."""
+    ref = secrets.token_hex(4)
+    log.error("tool %s failed (ref %s)", tool, ref, exc_info=exc)
+    return (
+        f"INTERNAL: {tool}: got a server failure ({type(exc).__name__}, ref {ref}); expected a result: "
+        f"retry once, and if it fails again report ref {ref} to the run's owner (the traceback is in the server log)"
+    )
 
 
 def _run_entry(entry: ToolEntry, ctx: ToolContext, arguments: dict[str, Any], progress: Progress | None) -> ToolResult:

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field
 
 from server.context import ToolContext
+from server.errors import not_found
 from server.ledger import utcnow
 from server.toolkit import Created, IdempotencyKey, ToolResult, ToolSpec
 
@@ -14,11 +15,13 @@ WorkerState = Literal["starting", "running", "idle", "paused", "backoff", "retir
 
 
 class RecordWorkerInput(BaseModel):
-    agent_id: Annotated[str, Field(min_length=1, description="the managed worker's agent id")]
-    backend: Annotated[str, Field(min_length=1, description="its worker backend (claude-code, codex, scripted, …)")]
+    agent_id: Annotated[str, Field(min_length=1, max_length=48, description="the managed worker's agent id")]
+    backend: Annotated[
+        str, Field(min_length=1, max_length=40, description="its worker backend (claude-code, codex, scripted, …)")
+    ]
     state: WorkerState | None = Field(default=None, description="its new state; omit to only read")
     event: Annotated[str, Field(max_length=40, description="what happened: started, exited, stalled, paused …")] = ""
-    session_id: str | None = Field(default=None, description="the CLI's session id, once known")
+    session_id: Annotated[str | None, Field(max_length=200, description="the CLI's session id, once known")] = None
     detail: dict[str, Any] = Field(default_factory=dict, description="exit class, return code, reason …")
     idempotency_key: IdempotencyKey = None
 
@@ -45,6 +48,10 @@ class RecordWorkerResult(ToolResult):
 def record_worker(ctx: ToolContext, request: RecordWorkerInput) -> RecordWorkerResult:
     """Record a managed worker's state transition; report its session, undelivered heartbeats, pending jobs and
     reviews and its last tool call."""
+    if ctx.ledger.identities.role_of(request.agent_id) != "agent":
+        raise not_found(
+            "agent_id", request.agent_id, "a worker's agent id, registered by its token (amid token create)"
+        )
     workers = ctx.ledger.workers
     if request.state is not None:
         workers.transition(

@@ -85,6 +85,19 @@ class ReviewProcess:
             process.join(timeout=STOP_GRACE_S)
 
 
+def stop_forkserver() -> None:
+    """Stop this process's fork server with the pool: left alone, it outlived the server by seconds
+    (until it noticed its parent was gone). It closes on its "alive" pipe and is reaped here; the
+    next pool starts a fresh one. `_stop` is the standard library's own (used by its tests)."""
+    from multiprocessing import forkserver
+
+    server = getattr(forkserver, "_forkserver", None)
+    stop = getattr(server, "_stop", None)
+    if callable(stop) and getattr(server, "_forkserver_pid", None) is not None:
+        with contextlib.suppress(OSError, ChildProcessError):
+            stop()
+
+
 class ReviewerPool:
     def __init__(self, ledger: Ledger, workspace: Workspace, settings: Settings) -> None:
         self.ledger, self.workspace, self.settings = ledger, workspace, settings
@@ -139,6 +152,7 @@ class ReviewerPool:
         for thread in self._threads:
             thread.join(timeout=STOP_GRACE_S * 2)
         self._threads.clear()
+        stop_forkserver()
         self.ledger.reviews.requeue_interrupted()
 
     def _work(self, index: int) -> None:

@@ -129,6 +129,7 @@ async def test_a_repeated_release_key_returns_the_first_release_instead_of_a_con
 @pytest.mark.anyio
 async def test_a_repeated_worker_transition_key_records_one_transition(services: Services) -> None:
     call = {"agent_id": "w1", "backend": "scripted", "state": "running", "event": "started", "idempotency_key": "t1"}
+    services.ledger.identities.create_token("w1", "agent")  # a worker is registered with its token first
     async with local_client(services, "boss", role="supervisor") as boss:
         first = await ok(boss, "record_worker", call)
         again = await ok(boss, "record_worker", call)
