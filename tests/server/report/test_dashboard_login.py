@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import signal
 import subprocess
 import sys
 import urllib.error
@@ -17,8 +19,8 @@ import pytest
 from server.demo import start_server, stop_server
 from server.local_client import call as admin_call
 from server.workspace import Workspace
-from tests.server.report.checks import check_plots_drawn
 from tests.server.report.chromium import dump_dom
+from tests.server.report.conftest import PLOT_IDS
 from tests.server.report.dom import Node, parse
 
 
@@ -76,7 +78,8 @@ def _raw(url: str, *, cookie: str | None = None, method: str = "GET") -> tuple[i
 def test_the_login_link_opens_the_live_dashboard_in_chromium(served: Served, tmp_path: Path) -> None:
     link = _login_link(served, "--as", "alice")
     page = _browser(link, tmp_path / "profile")
-    check_plots_drawn(page)  # the live page itself, not a login or refusal page
+    assert {p.attrs["id"] for p in page.by_class("plot")} == PLOT_IDS  # the live page, not a refusal
+    assert page.by_id("generated").text.endswith("reloads every 15 s")
     assert page.by_id("session").text.startswith("signed in as alice")
     assert [f.attrs["action"] for f in page.by_tag("form")] == ["/dashboard/logout"]
     html = dump_dom(f"{served.base}/dashboard", tmp_path / "profile")  # the cookie carries the next visit
@@ -136,3 +139,29 @@ def test_login_codes_and_tokens_never_reach_the_server_log(served: Served) -> No
     assert urlsplit(link).query.split("=", 1)[1] not in log and served.agent_token not in log
     events = admin_call(Workspace.open(served.workspace), "sql", {"query": "SELECT payload FROM events"})["rows"]
     assert not [row for row in events if "code=" in str(row) or served.agent_token in str(row)]
+
+
+def test_amid_dashboard_serves_an_unserved_workspace_and_its_link_opens_the_page(
+    demo_copy: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "run"
+    shutil.copytree(demo_copy.parent, root, symlinks=True)  # its own copy: the module's server holds demo_copy
+    command = [sys.executable, "-m", "server.cli", "dashboard", "-w", str(root / "workspace"), "--port", "0"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        link = _first_link(process)
+        page = _browser(link, tmp_path / "profile")
+        assert page.by_id("session").text.startswith("signed in as human")
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=60)
+    assert process.returncode == 0  # Ctrl-C is a clean stop
+    assert not (root / "workspace" / ".amid" / "server.json").exists()
+
+
+def _first_link(process: subprocess.Popen[str]) -> str:
+    assert process.stdout is not None
+    for line in process.stdout:  # blocks per line; the command prints the link once the server listens
+        if "/dashboard/login?code=" in line:
+            return line.strip()
+    raise AssertionError(f"amid dashboard printed no link (exit {process.wait()})")
