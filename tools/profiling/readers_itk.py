@@ -90,9 +90,9 @@ def dicom_series_header(directory: str) -> ImageHeader:
     geometry = slice_geometry(files) if len(files) > 1 else None
     problems = series_problems(choice, geometry)
     size_bytes = sum(os.path.getsize(f) for f in files)
-    if geometry is None:
+    if len(files) == 1:
         return replace(first, path=directory, file_type="dicom_series", size_bytes=size_bytes, problems=problems)
-    spacing = [*first.spacing[:2], geometry.slice_spacing or 1.0]
+    spacing = [*first.spacing[:2], (geometry.slice_spacing if geometry else None) or 1.0]
     affine = np.asarray(first.affine)
     affine[:3, 2] = affine[:3, 2] / np.linalg.norm(affine[:3, 2]) * spacing[2]
     return replace(
