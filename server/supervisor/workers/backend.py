@@ -19,6 +19,9 @@ from server.errors import NotFound
 
 ExitClass = Literal["clean", "no_result", "session_error", "usage_limit"]
 PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
+# Where the CLIs' JSON events say what went wrong: OpenCode's error.data.message, Codex's error.message and
+# message, Claude Code's result text (its failed result repeats the error, "Invalid API key · …").
+MESSAGE_FIELDS = ("error.data.message", "error.message", "message", "result")
 
 
 def fill(template: str, values: Mapping[str, str]) -> str:
@@ -96,6 +99,31 @@ def session_id_in(backend: WorkerBackend, event: Mapping[str, Any]) -> str | Non
             if isinstance(value, str) and value:
                 return value
     return None
+
+
+def readable(line: str) -> str:
+    """An output line as a person reads it: a JSON event's message, "" for an event without one (an init,
+    a usage count), a plain line as it is. A failure's reason is read from these, not from raw JSON."""
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return line
+    if not isinstance(event, dict):
+        return line
+    for path in MESSAGE_FIELDS:
+        value = _dotted(event, path)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return ""
+
+
+def reason_lines(tail: list[str], n: int) -> list[str]:
+    """The last `n` distinct readable lines of a CLI's output (a message its next event repeats, once)."""
+    lines: list[str] = []
+    for text in filter(None, map(readable, tail)):
+        if text not in lines[-1:]:
+            lines.append(text)
+    return lines[-n:]
 
 
 def is_result(backend: WorkerBackend, event: Mapping[str, Any]) -> bool:

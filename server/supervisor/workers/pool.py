@@ -33,7 +33,13 @@ from server.connect import issue_token, prepare_worktree
 from server.local_client import call as admin_call
 from server.mcp_client import call, connect
 from server.protocol import INSTRUCTIONS
-from server.supervisor.workers.backend import argv, classify_exit, find_binary, write_config_files
+from server.supervisor.workers.backend import (
+    argv,
+    classify_exit,
+    find_binary,
+    reason_lines,
+    write_config_files,
+)
 from server.supervisor.workers.endpoint import endpoint_for, model_targets
 from server.supervisor.workers.install import cli_install
 from server.supervisor.workers.process import WorkerProcess
@@ -313,7 +319,7 @@ class WorkerPool:
             resumed=worker.resumed_from,
             reported=process.session_id,
         )
-        lines = [line for line in process.tail if line][-REASON_LINES:]
+        lines = reason_lines(list(process.tail), REASON_LINES)
         worker.last_reason = f"{exit_class}, exit status {code}: " + (" | ".join(lines)[-600:] or "no output")
         reason = {} if exit_class == "clean" else {"reason": worker.last_reason}
         self._emit(worker, "idle", "exited", exit_class=exit_class, returncode=code, **reason)
