@@ -218,6 +218,7 @@ def status(workspace: Path, as_json: bool) -> None:
         click.echo(
             f"  worker    {worker['agent_id']} {worker['backend']} {worker['state']} "
             f"sandbox {worker['sandbox'] or '?'} session {worker['session_id'] or '-'}"
+            + (f"\n            why: {worker['reason']}" if worker.get("reason") else "")  # a stuck worker says why
         )
 
 
