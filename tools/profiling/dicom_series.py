@@ -26,6 +26,9 @@ ORIENTATION_TOLERANCE = 1e-3
 GAP_RELATIVE_TOLERANCE = 0.01
 GAP_ABSOLUTE_TOLERANCE_MM = 0.01
 LISTED_GAPS = 8
+# Slices of an orthogonal grid lie on one line along the normal; a tilted CT gantry shifts each
+# slice across the plane (millimetres over a scan), stored rounding stays far below a tenth.
+SHEAR_TOLERANCE_MM = 0.1
 
 
 @dataclass(frozen=True)
@@ -38,11 +41,13 @@ class SeriesChoice:
 
 @dataclass(frozen=True)
 class SliceGeometry:
-    """Where the chosen series' slices lie: their gaps along the first slice's normal and how far
-    any slice's in-plane orientation departs from the first one's."""
+    """Where the chosen series' slices lie: their gaps along the first slice's normal, how far any
+    slice's in-plane orientation departs from the first one's, and how far any slice's corner lies
+    off the line through the first one along the normal (mm)."""
 
     gaps: tuple[float, ...]
     orientation_spread: float
+    drift_mm: float = 0.0
 
     @property
     def slice_spacing(self) -> float | None:
@@ -127,7 +132,10 @@ def slice_geometry(files: tuple[str, ...]) -> SliceGeometry | None:
     positions = np.sort(np.asarray(origins) @ normal)
     in_plane = np.asarray([r[:, :2] for r in rotations])
     spread = float(np.max(np.abs(in_plane - in_plane[0]))) if len(files) > 1 else 0.0
-    return SliceGeometry(gaps=tuple(float(g) for g in np.diff(positions)), orientation_spread=spread)
+    offsets = np.asarray(origins) - origins[0]
+    across = offsets - np.outer(offsets @ normal, normal)
+    drift = float(np.max(np.linalg.norm(across, axis=1)))
+    return SliceGeometry(gaps=tuple(float(g) for g in np.diff(positions)), orientation_spread=spread, drift_mm=drift)
 
 
 def series_problems(choice: SeriesChoice, geometry: SliceGeometry | None) -> tuple[tuple[str, str, str], ...]:
@@ -156,4 +164,10 @@ def series_problems(choice: SeriesChoice, geometry: SliceGeometry | None) -> tup
             f"the spacing reported is the median gap {geometry.slice_spacing} mm"
         )
         problems.append(("dicom_uneven_slices", "warning", message))
+    if geometry.orientation_spread <= ORIENTATION_TOLERANCE and geometry.drift_mm > SHEAR_TOLERANCE_MM:
+        message = (
+            f"slice corners drift up to {geometry.drift_mm:.3g} mm across the slice plane (a tilted gantry): "
+            "the grid is sheared, and the geometry reported (as ITK's) ignores the shear"
+        )
+        problems.append(("dicom_sheared_slices", "warning", message))
     return tuple(problems)

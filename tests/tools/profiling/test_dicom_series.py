@@ -116,3 +116,23 @@ def test_a_folder_holding_one_multi_frame_file_keeps_its_frames(tmp_path: Path) 
     assert header.spacing == pytest.approx(image.GetSpacing())
     voxels, _ = read_array(str(folder))
     assert np.array_equal(voxels, sitk.GetArrayFromImage(image).transpose())
+
+
+def _shift_across(folder: Path, step_mm: float) -> None:
+    """Move each slice's corner across the plane by step_mm more than the previous one (a tilt);
+    `copy_slices` names the files in SimpleITK's order, along the normal."""
+    for index, file in enumerate(sorted(folder.iterdir())):
+        x, y, z = (float(v) for v in pydicom.dcmread(file).ImagePositionPatient)
+        rewrite(file, ImagePositionPatient=[x, y + index * step_mm, z])
+
+
+def test_slices_shifted_across_the_plane_by_a_tilted_gantry_are_flagged_and_stored_rounding_is_not(
+    tmp_path: Path,
+) -> None:
+    tilted = copy_slices(series_files(REGULAR_CT), tmp_path / "tilted")
+    _shift_across(tilted, 0.44)  # 10 degrees of tilt at 2.5 mm slices
+    header = read_header(str(tilted))
+    assert _codes(header) == ["dicom_sheared_slices"] and "1.76 mm" in header.problems[0][2]
+    rounded = copy_slices(series_files(REGULAR_CT), tmp_path / "rounded")
+    _shift_across(rounded, 0.005)
+    assert read_header(str(rounded)).problems == ()
