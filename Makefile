@@ -1,10 +1,14 @@
 # The two commands of the README: `make demo` and `make test`. Both set up a fresh machine first.
-.PHONY: setup demo test test-only lint bench reliability-figures
+# `make demo` installs only what the demo needs; `make test` adds the training stack (torch, MONAI, nnU-Net).
+.PHONY: setup setup-demo demo test test-only lint bench reliability-figures
 
 setup:
 	bash .ci/setup
 
-demo: setup
+setup-demo:
+	bash .ci/setup --demo
+
+demo: setup-demo
 	PYTHONUTF8=1 .venv/bin/amid demo
 
 test: setup

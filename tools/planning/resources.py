@@ -16,6 +16,8 @@ from tools.planning.fm_query import Availability, availability_of, cached_hub_fi
 from tools.planning.portfolio import ResourceStatus
 
 USABLE: frozenset[Availability] = frozenset({"cached", "obtainable"})
+# Distributions of the project's `train` extra: `make demo` leaves them out, so name the extra to install.
+TRAINING_STACK = frozenset({"torch", "monai", "nnunetv2"})
 _AVAILABILITY_DETAIL: dict[str, str] = {
     "cached": "weights in the local hub cache",
     "obtainable": "open weights, downloadable",
@@ -69,7 +71,13 @@ def resource_status(resource: Resource, models: Sequence[FoundationModel], envir
     else:
         version = environment.version(resource.name)
         available = version is not None
-        detail = f"installed {version}" if version else f"not installed (pip install {resource.name})"
+        detail = f"installed {version}" if version else f"not installed ({_install_hint(resource.name)})"
     return ResourceStatus(
         kind=resource.kind, name=resource.name, required=resource.required, available=available, detail=detail
     )
+
+
+def _install_hint(package: str) -> str:
+    if package in TRAINING_STACK:
+        return "pip install 'amid[train]', the training stack: torch, MONAI, nnU-Net"
+    return f"pip install {package}"
