@@ -116,6 +116,11 @@ def _case_component(template: str) -> tuple[PurePosixPath, str]:
     return PurePosixPath(*parts[:index]), parts[index]
 
 
+def template_folder(template: str) -> PurePosixPath:
+    """The folder under task/ whose entries `template_ids` matches (`train` for `train/{case}/FLAIR`)."""
+    return _case_component(template)[0]
+
+
 def template_regex(template: str) -> re.Pattern[str]:
     """Matches the name of the path component of `template` that holds `{case}`; group 'case' is the id."""
     before, after = _case_component(template)[1].split("{case}")
@@ -125,7 +130,7 @@ def template_regex(template: str) -> re.Pattern[str]:
 
 def template_ids(task_dir: Path, template: str) -> list[str]:
     """Case ids of the files (or folders) under task/ that match `template`'s case component, sorted."""
-    parent = _case_component(template)[0]
+    parent = template_folder(template)
     folder = task_dir / parent
     if not folder.is_dir():
         raise InvalidInput(f"layout.case_files: folder {str(parent)!r} does not exist")

@@ -4,7 +4,7 @@ them, built from real slices that pydicom ships."""
 from __future__ import annotations
 
 import csv
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 import yaml
@@ -14,7 +14,7 @@ from server.workspace import init_workspace
 from tests.tools.profiling.real_files import JUMPING_CT, REGULAR_CT, copy_slices, series_files
 from tools.profile_data import build_request
 from tools.profiling import profile_dataset
-from tools.task.cases import discover_cases
+from tools.task.cases import discover_cases, template_folder
 from tools.task.contract import DataLayout, load_contract
 from tools.task.folds import LockedFolds
 from tools.task.importers import import_task
@@ -73,6 +73,7 @@ def test_case_files_templates_may_name_the_case_in_a_folder_holding_one_series_p
     for case_id in ("00000", "00002"):
         for sequence in ("FLAIR", "T1w", "T2w"):
             copy_slices(series_files(REGULAR_CT), tmp_path / "train" / case_id / sequence, prefix="Image-")
+    assert template_folder("train/{case}/FLAIR") == template_folder("train/{case}.dcm") == PurePosixPath("train")
     cases = discover_cases(tmp_path, _brain_tumour_layout())
     assert [(c.case_id, c.image_paths) for c in cases] == [
         (case_id, (f"train/{case_id}/FLAIR", f"train/{case_id}/T1w")) for case_id in ("00000", "00002")
