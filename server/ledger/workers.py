@@ -83,7 +83,7 @@ class Workers:
         return [row for row in rows if row["heartbeat_id"] not in given]
 
     def summary(self) -> list[dict[str, Any]]:
-        """Every managed worker: backend, state, session and the sandbox of its last start."""
+        """Every managed worker: backend, state, session, the sandbox of its last start and why it failed since."""
         rows = self.db.fetchall("SELECT agent_id, backend, state, session_id FROM workers ORDER BY agent_id")
         for row in rows:
             started = self.db.fetchone(
@@ -92,4 +92,16 @@ class Workers:
                 [row["agent_id"]],
             )
             row["sandbox"] = json.loads(started["detail"]).get("sandbox") if started else None
+            row["reason"] = self._reason_since_launch(row["agent_id"])
         return rows
+
+    def _reason_since_launch(self, agent_id: str) -> str | None:
+        """Why the worker's last launch failed or paused (None while it runs, or after a clean turn)."""
+        failed = self.db.fetchone(
+            "SELECT detail FROM worker_transitions WHERE agent_id = ? AND detail LIKE '%\"reason\"%' AND "
+            "transition_id > coalesce((SELECT max(transition_id) FROM worker_transitions WHERE agent_id = ? AND "
+            "event IN ('started', 'restarted', 'resumed', 'delivered')), -1) ORDER BY transition_id DESC LIMIT 1",
+            [agent_id, agent_id],
+        )
+        reason = json.loads(failed["detail"]).get("reason") if failed else None
+        return None if reason is None else str(reason)

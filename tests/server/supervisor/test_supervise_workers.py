@@ -59,6 +59,10 @@ def test_a_cli_failing_at_once_trips_the_breaker_set_by_flags_and_the_reason_is_
         try:
             wait_for(lambda: "paused" in [e for e, _, _ in transitions(workspace)], "the breaker", log)
             wait_for(lambda: "paused for 600 s" in log.read_text(), "the pause said", log)
+            status = subprocess.run(
+                [sys.executable, "-m", "server.cli", "status", "-w", str(workspace.root)],
+                capture_output=True, text=True, timeout=120, check=True,
+            ).stdout  # fmt: skip
         finally:
             _stop(supervisor)
         recorded = transitions(workspace)
@@ -69,6 +73,8 @@ def test_a_cli_failing_at_once_trips_the_breaker_set_by_flags_and_the_reason_is_
     assert "cannot reach the model endpoint (connection refused)" in str(paused["reason"])
     assert "amid supervise: worker worker-1 paused for 600 s: 2 failures within 60 s" in said
     assert "cannot reach the model endpoint" in said
+    assert "worker    worker-1 scripted paused" in status, status  # amid status says it is paused, and why
+    assert "why: 2 failures within 60 s; last: no_result" in status and "connection refused" in status
 
 
 def test_a_cli_path_that_is_not_an_executable_stops_the_supervisor_naming_the_flag(
