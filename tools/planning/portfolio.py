@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from registry.schemas import Budget, LaneFamily, Scaffold, Tier
 from tools.planning.facts import EvidenceValue, PlanningFacts
@@ -77,8 +77,7 @@ class ScaffoldStep(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     name: str
-    # `command=` is still read, for step builders written before the field was named argv
-    argv: list[str] = Field(min_length=1, validation_alias=AliasChoices("argv", "command"))
+    argv: list[str] = Field(min_length=1)
     env: dict[str, str] = Field(default_factory=dict)
     gpus: int = 0
     cpus: int = 1
@@ -87,11 +86,6 @@ class ScaffoldStep(BaseModel):
     job: bool = True
     gpu_only: str | None = Field(default=None, description="why the step needs a GPU this machine lacks")
     note: str = ""
-
-    @property
-    def command(self) -> list[str]:
-        """The argv, under the name earlier callers read."""
-        return self.argv
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -33,7 +33,7 @@ def run_step(
     """Run one step with cwd = the worktree, as run_gpu_job would; fail with its output."""
     env = {**os.environ, **CPU_ENV, **step.env, **(env or {})}
     done = subprocess.run(
-        [*step.command, *(extra or [])], cwd=worktree, env=env, capture_output=True, timeout=timeout,
+        [*step.argv, *(extra or [])], cwd=worktree, env=env, capture_output=True, timeout=timeout,
         encoding="utf-8", errors="replace",  # progress bars print UTF-8 whatever the locale
     )  # fmt: skip
     assert done.returncode == 0, (
@@ -73,7 +73,7 @@ def replay_like_the_reviewer(
         shutil.copyfile(image, inputs / image.name)
     mounts = Mounts(code, inputs, outputs, *checkpoint)
     kind = resolve_kind("auto")
-    argv = fill(step.command, {**placeholders(kind, mounts, sys.executable), "{fold}": str(fold)})
+    argv = fill(step.argv, {**placeholders(kind, mounts, sys.executable), "{fold}": str(fold)})
     assert not [part for part in argv if "{" in part or "<" in part], argv  # every placeholder filled
     command, cwd = wrap(kind, argv, mounts)
     env = {**replay_env(home, kind), **CPU_ENV}

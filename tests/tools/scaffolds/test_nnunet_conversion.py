@@ -91,7 +91,8 @@ def test_non_contiguous_labels_are_remapped_and_mapped_back_exactly(tmp_path: Pa
         assert np.array_equal(np.asarray(restored.dataobj), np.asarray(original.dataobj))
         assert np.allclose(restored.affine, original.affine) and restored.get_data_dtype() == np.uint8
     manifest = json.loads(Path(str(result["manifest"])).read_text(encoding="utf-8"))
-    assert manifest["train_cases"] == sorted(train_cases) and manifest["val_cases"] == sorted(val_cases)
+    assert Path(str(result["manifest"])) == tmp_path / "training_manifest.json"  # beside the fold folder
+    assert manifest["folds"]["0"] == sorted(train_cases) and manifest["val_cases"]["0"] == sorted(val_cases)
 
 
 def test_a_case_whose_label_grid_differs_from_its_image_stops_the_conversion(tmp_path: Path) -> None:
