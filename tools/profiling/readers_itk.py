@@ -137,4 +137,9 @@ def dicom_series_array(directory: str, header: ImageHeader, z_range: ZRange | No
     chosen = files[slice(*z_range)] if z_range is not None else files
     reader = sitk.ImageSeriesReader()
     reader.SetFileNames(chosen)
-    return _itk_to_index_order(sitk.GetArrayFromImage(reader.Execute()), header)
+    shown = sitk.ProcessObject.GetGlobalWarningDisplay()
+    sitk.ProcessObject.SetGlobalWarningDisplay(False)  # uneven slices are a profile issue, not stderr noise
+    try:
+        return _itk_to_index_order(sitk.GetArrayFromImage(reader.Execute()), header)
+    finally:
+        sitk.ProcessObject.SetGlobalWarningDisplay(shown)
