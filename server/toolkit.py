@@ -119,7 +119,10 @@ def resolve_identity(services: Services, local_identity: Identity | None) -> Ide
         return Identity(agent_id=token.client_id, role=token.scopes[0])  # type: ignore[arg-type]
     if local_identity is not None:
         return local_identity
-    raise Forbidden("no identity: connect with an `Authorization: Bearer <token>` header (amid token create)")
+    raise Forbidden(
+        "authorization: got no identity; expected an `Authorization: Bearer <token>` header (amid token create)",
+        field="authorization",
+    )
 
 
 def _signature(spec: ToolSpec) -> inspect.Signature:
@@ -156,7 +159,10 @@ def _run_call(spec: ToolSpec, ctx: ToolContext, arguments: dict[str, Any], progr
     try:
         if ctx.caller.role not in spec.roles:
             allowed = ", ".join(sorted(spec.roles))
-            raise Forbidden(f"{spec.name} needs role {allowed}; agent {ctx.caller.agent_id!r} is {ctx.caller.role!r}")
+            raise Forbidden(
+                f"role: got {ctx.caller.role!r} (agent {ctx.caller.agent_id!r}); expected {allowed} for {spec.name}",
+                field="role",
+            )
         request = _validate(spec, arguments)
         result = _once(spec, ctx, request, progress) if spec.keyed else _perform(spec, ctx, request, progress)
         if ctx.caller.role != "human":
@@ -206,9 +212,9 @@ def _once(spec: ToolSpec, ctx: ToolContext, request: BaseModel, progress: Progre
         if known is not None:
             if known["request_digest"] != receipt.request_digest:
                 raise Conflict(
-                    f"idempotency_key: {shown(receipt.key)} was used at {known['created_at']:%Y-%m-%d %H:%M:%S} "
-                    f"for a {spec.name} call with other arguments; resend the same arguments to get its result, "
-                    "or use a new key",
+                    f"idempotency_key: got {shown(receipt.key)}, used at {known['created_at']:%Y-%m-%d %H:%M:%S} "
+                    f"for a {spec.name} call with other arguments; expected the same arguments (to get its result) "
+                    "or a new key",
                     field="idempotency_key",
                 )
             return spec.output_model.model_validate({**known["result"], "created": False})

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from server import runtime
 from server.context import ToolContext
-from server.errors import Forbidden, NotFound, shown
+from server.errors import NotFound, forbidden, not_found
 from server.paths import confine
 from server.toolkit import ALL_ROLES, WORKERS, Created, IdempotencyKey, Progress, ToolResult, ToolSpec, receipt_for
 
@@ -120,9 +120,9 @@ def _own(ctx: ToolContext, job_id: str) -> Any:
     try:
         state = runtime.scheduler(ctx.services).get(job_id)
     except (KeyError, NotFound):
-        raise NotFound(f"job_id: no job {shown(job_id)}; see list_jobs", field="job_id") from None
+        raise not_found("job_id", job_id, "a job id from run_job or list_jobs") from None
     if ctx.caller.role == "agent" and state.agent_id != ctx.caller.agent_id:
-        raise Forbidden(f"job_id: job {shown(job_id)} belongs to another agent", field="job_id")
+        raise forbidden("job_id", job_id, "one of your own jobs (this one is another agent's)")
     return state
 
 

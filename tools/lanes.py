@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from registry.schemas import LaneFamily, Predicate
 from server.context import ToolContext
-from server.errors import Conflict, invalid, shown
+from server.errors import conflict, invalid
 from server.ledger import utcnow
 from server.toolkit import ALL_ROLES, WORKERS, Created, IdempotencyKey, ToolResult, ToolSpec, receipt_for
 from server.untrusted import AGENT_TRUST, frame
@@ -161,7 +161,7 @@ def release_lane(ctx: ToolContext, request: ReleaseLaneInput) -> ReleaseLaneResu
     receipt = receipt_for(RELEASE_LANE, ctx, request)
     status = ctx.ledger.lanes.release(request.lane_id, ctx.caller.agent_id, utcnow(), receipt=receipt)
     if status is None:
-        raise Conflict(f"lane_id: you hold no claim on lane {shown(request.lane_id)}", field="lane_id")
+        raise conflict("lane_id", request.lane_id, "a lane you hold a claim on (claim_lane first)")
     ctx.ledger.activity.log(
         "lane_released", agent_id=ctx.caller.agent_id, subject_type="lane", subject_id=request.lane_id
     )

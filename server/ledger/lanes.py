@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from server.errors import Conflict, NotFound
+from server.errors import Conflict, conflict, not_found
 from server.ledger.database import Database, Transaction
 from server.ledger.idempotency import IdempotencyKeys, Receipt
 
@@ -144,9 +144,9 @@ class Lanes:
             self._expire(cur, now, lease_s)
             lane = cur.execute("SELECT status FROM lanes WHERE lane_id = ?", [lane_id]).fetchone()
             if lane is None:
-                raise NotFound(f"lane_id: no lane {lane_id!r}; see list_lanes", field="lane_id")
+                raise not_found("lane_id", lane_id, "a lane of the run (see list_lanes)")
             if lane[0] in UNCLAIMABLE:
-                raise Conflict(f"lane_id: lane {lane_id!r} is {lane[0]} and cannot be claimed", field="lane_id")
+                raise conflict("lane_id", lane_id, f"an open or claimed lane; this one is {lane[0]} (see list_lanes)")
             holders = [
                 r[0]
                 for r in cur.execute(
@@ -162,8 +162,8 @@ class Lanes:
                 return ClaimOutcome(lane_id, agent_id, expires, renewed=True, holders=holders)
             if len(holders) >= max_claimants:
                 raise Conflict(
-                    f"lane_id: lane {lane_id!r} is held by {', '.join(holders)} (at most {max_claimants} "
-                    "claimant(s)); claim another open lane from list_lanes",
+                    f"lane_id: got {lane_id!r}, held by {', '.join(holders)} (at most {max_claimants} "
+                    "claimant(s)); expected another open lane from list_lanes",
                     field="lane_id",
                 )
             released = self._release_all(cur, agent_id, now)

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from server.errors import Conflict, Forbidden, NotFound
+from server.errors import Conflict, conflict, forbidden, not_found
 from server.ledger.database import Database, utcnow
 from server.ranking import rank_rows
 
@@ -68,11 +68,11 @@ class Reviews:
         with self.db.transaction() as cur:
             row = cur.execute("SELECT agent_id, status FROM attempts WHERE attempt_id = ?", [attempt_id]).fetchone()
             if row is None:
-                raise NotFound(f"attempt_id: no attempt {attempt_id!r}; see submit_attempt", field="attempt_id")
+                raise not_found("attempt_id", attempt_id, "an attempt of the run (see list_attempts)")
             if owner is not None and row[0] != owner:
-                raise Forbidden(f"attempt_id: attempt {attempt_id!r} belongs to another agent", field="attempt_id")
+                raise forbidden("attempt_id", attempt_id, "one of your own attempts (this one is another agent's)")
             if row[1] == "withdrawn":
-                raise Conflict(f"attempt_id: attempt {attempt_id!r} is withdrawn", field="attempt_id")
+                raise conflict("attempt_id", attempt_id, "an attempt that is not withdrawn (this one is)")
             existing = cur.execute(
                 "SELECT review_id, status FROM reviews WHERE attempt_id = ? AND status <> 'failed' "
                 "ORDER BY requested_at DESC LIMIT 1",
@@ -99,7 +99,7 @@ class Reviews:
         rows = self.db.cached_fetchall("SELECT * FROM reviews WHERE review_id = ?", [review_id])
         row = rows[0] if rows else None
         if row is None:
-            raise NotFound(f"review_id: no review {review_id!r}; see request_review", field="review_id")
+            raise not_found("review_id", review_id, "a review id from request_review")
         return row
 
     def latest_for(self, attempt_id: str) -> dict[str, Any]:
@@ -107,7 +107,7 @@ class Reviews:
             "SELECT * FROM reviews WHERE attempt_id = ? ORDER BY requested_at DESC LIMIT 1", [attempt_id]
         )
         if row is None:
-            raise NotFound(f"attempt_id: attempt {attempt_id!r} has no review; call request_review", field="attempt_id")
+            raise not_found("attempt_id", attempt_id, "an attempt with a review (call request_review first)")
         return row
 
     def last_done(self, attempt_id: str) -> dict[str, Any] | None:

@@ -65,8 +65,9 @@ def test_agent_and_human_tokens_cannot_call_supervisor_tools(running: Running) -
                 await call(client, "send_heartbeat", {"agent_id": "alice", "kind": "custom", "prompt": "x"})
             return str(excinfo.value)
 
-    assert "FORBIDDEN: send_heartbeat needs role supervisor; agent 'alice' is 'agent'" in asyncio.run(attempt("alice"))
-    assert "agent 'hugo' is 'human'" in asyncio.run(attempt("hugo"))
+    refused = "FORBIDDEN: role: got 'agent' (agent 'alice'); expected supervisor for send_heartbeat"
+    assert refused in asyncio.run(attempt("alice"))
+    assert "got 'human' (agent 'hugo')" in asyncio.run(attempt("hugo"))
 
 
 def test_heartbeat_reaches_the_agent_in_its_next_tool_result_once(running: Running) -> None:

@@ -37,7 +37,8 @@ async def test_strings_and_numbers_are_not_taken_for_booleans_or_integers(servic
         for bad in ("5", 5.0, True):
             assert (await error(ann, "read_notes", {"limit": bad})).startswith(f"INVALID_INPUT: limit: got {bad!r}")
         await ok(ann, "read_notes", {"limit": 5})
-        assert "job_id: no job 'j'" in await error(ann, "get_job", {"job_id": "j", "wait_s": 1})  # an int for a float
+        missing_job = await error(ann, "get_job", {"job_id": "j", "wait_s": 1})  # an int for a float
+        assert "job_id: got 'j'; expected a job id" in missing_job
 
 
 @pytest.mark.anyio
@@ -102,7 +103,7 @@ async def test_a_repeated_note_key_returns_the_first_note_even_after_a_restart(s
         again = await ok(ann, "post_note", {**NOTE, "idempotency_key": "n-1"})
         other = await error(ann, "post_note", {**NOTE, "body": "other", "idempotency_key": "n-1"})
     assert first["created"] is True and again == {**first, "created": False}
-    assert other.startswith("CONFLICT: idempotency_key: 'n-1' was used at ") and "other arguments" in other
+    assert other.startswith("CONFLICT: idempotency_key: got 'n-1', used at ") and "other arguments" in other
     services.ledger.close()
     services.ledger = Ledger(services.workspace.ledger_path)
     async with local_client(services, "ann") as ann:
@@ -123,7 +124,7 @@ async def test_a_repeated_release_key_returns_the_first_release_instead_of_a_con
         retried = await ok(ann, "release_lane", {"lane_id": lane, "idempotency_key": "r-1"})
         unkeyed = await error(ann, "release_lane", {"lane_id": lane})
     assert retried == {**released, "created": False}
-    assert unkeyed.startswith("CONFLICT: lane_id: you hold no claim on lane")
+    assert unkeyed.startswith("CONFLICT: lane_id: got ") and "expected a lane you hold a claim on" in unkeyed
 
 
 @pytest.mark.anyio
@@ -134,5 +135,5 @@ async def test_a_repeated_worker_transition_key_records_one_transition(services:
         first = await ok(boss, "record_worker", call)
         again = await ok(boss, "record_worker", call)
         other = await error(boss, "record_worker", {**call, "state": "paused"})
-    assert again == {**first, "created": False} and other.startswith("CONFLICT: idempotency_key: 't1'")
+    assert again == {**first, "created": False} and other.startswith("CONFLICT: idempotency_key: got 't1'")
     assert services.ledger.db.scalar("SELECT count(*) FROM worker_transitions WHERE agent_id = 'w1'") == 1

@@ -50,7 +50,7 @@ def test_claim_is_exclusive_under_concurrency(ledger: Ledger) -> None:
     for thread in threads:
         thread.join()
     assert len(won) == 1 and len(refused) == 31
-    assert all(f"is held by {won[0]}" in message for message in refused)
+    assert all(f"held by {won[0]}" in message for message in refused)
     assert [c["agent_id"] for c in ledger.lanes.active_claims("nnunet", LEASE_S)] == won
     assert _status(ledger, "nnunet") == "claimed"
 
@@ -104,7 +104,7 @@ def test_release_reopens_the_lane_and_only_the_holder_can_release(ledger: Ledger
 
 
 def test_unknown_and_retired_lanes_cannot_be_claimed(ledger: Ledger) -> None:
-    with pytest.raises(NotFound, match="no lane 'nope'"):
+    with pytest.raises(NotFound, match="got 'nope'; expected a lane of the run"):
         ledger.lanes.claim("nope", "w1", now=utcnow(), lease_s=LEASE_S, max_claimants=1)
     ledger.db.execute("UPDATE lanes SET status = 'retired' WHERE lane_id = 'monai'")
     with pytest.raises(Conflict, match="is retired"):

@@ -36,7 +36,7 @@ def test_32_concurrent_agents_claim_one_exclusive_lane_and_exactly_one_wins(runn
     assert outcomes.count("claimed") == 1
     refused = [o for o in outcomes if o != "claimed"]
     assert len(refused) == N_AGENTS - 1 and all(
-        "CONFLICT: lane_id: lane 'nnunet-3d-fullres' is held by" in o for o in refused
+        "CONFLICT: lane_id: got 'nnunet-3d-fullres', held by" in o for o in refused
     )
     rows = admin_call(
         running.workspace,

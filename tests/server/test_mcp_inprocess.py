@@ -76,4 +76,5 @@ async def test_role_is_enforced_for_local_agents_too(services: Services) -> None
     async with local_client(services, "solo") as client:  # type: ignore[arg-type]
         result = await client.call_tool("run_snapshot", {})
     assert result.is_error
-    assert "FORBIDDEN: run_snapshot needs role human, supervisor" in result.content[0].text  # type: ignore[union-attr]
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert "FORBIDDEN: role: got 'agent' (agent 'solo'); expected human, supervisor for run_snapshot" in text

@@ -68,7 +68,7 @@ async def test_agents_see_only_their_own_jobs_and_cancel_stops_a_running_one(age
     async with local_client(agent_services, "other") as other:
         assert (await ok(other, "list_jobs", {}))["total"] == 0
         denied = await other.call_tool("get_job", {"job_id": job["job_id"]})
-        assert denied.is_error and "belongs to another agent" in denied.content[0].text  # type: ignore[union-attr]
+        assert denied.is_error and "another agent's" in denied.content[0].text  # type: ignore[union-attr]
 
 
 @pytest.mark.anyio
@@ -89,6 +89,6 @@ async def test_a_keyed_job_retried_after_a_restart_that_lost_its_ledger_key_is_n
         other = await client.call_tool("run_gpu_job", {**arguments, "command": ["true"]})
         listed = await ok(client, "list_jobs", {})
     assert (retried["job_id"], retried["created"]) == (first["job_id"], False)
-    assert other.is_error and "CONFLICT: idempotency_key: 'job-1' was used" in other.content[0].text  # type: ignore[union-attr]
+    assert other.is_error and "CONFLICT: idempotency_key: got 'job-1', used" in other.content[0].text  # type: ignore[union-attr]
     assert listed["total"] == 1
     assert agent_services.ledger.db.scalar("SELECT count(*) FROM jobs") == 1

@@ -68,7 +68,7 @@ async def test_claim_returns_the_lane_file_and_a_second_agent_is_refused(planned
     assert "nnUNetv2_plan_and_preprocess -d 501 -c 3d_fullres" in claimed["lane_file"]
     assert "## Validation obligations" in claimed["lane_file"]
     assert claimed["tried"] == ["nothing yet: you are the first in this lane"]
-    assert "CONFLICT: lane_id: lane 'nnunet-3d-fullres' is held by w1" in refused
+    assert "CONFLICT: lane_id: got 'nnunet-3d-fullres', held by w1" in refused
     nnunet = next(lane for lane in listed["lanes"] if lane["lane_id"] == "nnunet-3d-fullres")
     assert nnunet["status"] == "claimed" and nnunet["claimants"] == ["w1"]
 
@@ -85,7 +85,9 @@ async def test_claiming_shows_what_others_tried_and_release_hands_the_lane_on(pl
         not_held = await error(first, "release_lane", {"lane_id": "nnunet-3d-fullres"})
         claimed = await ok(second, "claim_lane", {"lane_id": "nnunet-3d-fullres"})
     assert released["status"] == "open"
-    assert not_held.endswith("CONFLICT: lane_id: you hold no claim on lane 'nnunet-3d-fullres'")
+    assert not_held.endswith(
+        "CONFLICT: lane_id: got 'nnunet-3d-fullres'; expected a lane you hold a claim on (claim_lane first)"
+    )
     assert any("note" in line and "patch too small for lesions" in line for line in claimed["tried"])
     assert any(line.startswith("claimed by w1 ") for line in claimed["tried"])
 
@@ -119,8 +121,8 @@ async def test_unknown_lane_and_human_claims_are_refused(planned: Services) -> N
         missing = await error(agent, "claim_lane", {"lane_id": "nope"})
         forbidden = await error(human, "claim_lane", {"lane_id": "calibration-trivial"})
         listed = await ok(human, "list_lanes", {})
-    assert missing.endswith("NOT_FOUND: lane_id: no lane 'nope'; see list_lanes")
-    assert "FORBIDDEN: claim_lane needs role agent, supervisor" in forbidden
+    assert missing.endswith("NOT_FOUND: lane_id: got 'nope'; expected a lane of the run (see list_lanes)")
+    assert "FORBIDDEN: role: got 'human' (agent 'hugo'); expected agent, supervisor for claim_lane" in forbidden
     assert listed["lanes"]
 
 
