@@ -381,10 +381,14 @@ def registry_search(keywords: tuple[str, ...], as_json: bool, **filters: Any) ->
     if as_json:
         click.echo(json.dumps([h.model_dump() for h in hits], indent=1))
         return
-    for hit in hits:
-        click.echo(f"{hit.id:34} {hit.availability:16} {hit.access:10} {hit.licence[:24]:24} {'; '.join(hit.why)}")
     if not hits:
         click.echo("no model matches")
+        return
+    rows = [("model", "availability", "access", "why it matched", "licence")]
+    rows += [(hit.id, hit.availability, hit.access, "; ".join(hit.why), hit.licence) for hit in hits]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:  # the licence last and whole: it decides whether a model may be used at all
+        click.echo("  ".join([*(cell.ljust(w) for cell, w in zip(row, widths, strict=False)), row[4]]))
 
 
 if __name__ == "__main__":

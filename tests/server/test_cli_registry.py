@@ -24,11 +24,22 @@ def test_registry_search_ranks_models_and_shows_why_and_availability(tmp_path: P
     table = amid(
         "registry", "search", "--modality", "pathology", "--access", "gated", "--limit", "3", hub_cache=tmp_path
     )
-    assert table.returncode == 0 and len(table.stdout.splitlines()) == 3
-    assert all(" gated " in line and "modality=pathology; access=gated" in line for line in table.stdout.splitlines())
+    header, *lines = table.stdout.splitlines()
+    assert table.returncode == 0 and len(lines) == 3
+    assert header.split() == ["model", "availability", "access", "why", "it", "matched", "licence"]
+    assert all(" gated " in line and "modality=pathology; access=gated" in line for line in lines)
 
 
 def test_registry_search_names_a_bad_filter_without_a_traceback(tmp_path: Path) -> None:
     bad = amid("registry", "search", "--modality", "Xray", hub_cache=tmp_path)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert "modality: got 'Xray'; expected 'CT', 'MRI'" in bad.stderr
+
+
+def test_registry_search_prints_whole_licence_names(tmp_path: Path) -> None:
+    found = amid("registry", "search", "--modality", "pathology", "--json", hub_cache=tmp_path)
+    assert found.returncode == 0, found.stderr
+    longest = max((hit["licence"] for hit in json.loads(found.stdout)), key=len)
+    assert len(longest) > 60  # the old table cut licences at 24 characters, mid-word
+    table = amid("registry", "search", "--modality", "pathology", hub_cache=tmp_path)
+    assert table.returncode == 0 and longest in table.stdout
