@@ -194,6 +194,11 @@ def _record_grader_env(ws: Workspace, python: Path | None) -> None:
     resolved = python.expanduser().absolute()
     if not resolved.is_file():
         raise InvalidInput(f"--grader-python: {python} is not a file", field="--grader-python")
+    grader = ws.contract().grader
+    if grader is not None:  # refused now, not in every review: it cannot import what the grader imports
+        from server.reviewer.grader_imports import check_grader_imports
+
+        check_grader_imports(resolved, ws.private_dir / grader.file)
     ws.grader_env_file.write_text(json.dumps({"python": str(resolved)}), encoding="utf-8")
 
 

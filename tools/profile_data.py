@@ -42,13 +42,16 @@ def _profile_case(task_dir: Path, case: Case, strata: dict[str, dict[str, str]],
 
     # Benchmarks may reuse ids across splits (ldct-iqa: train 0000… and test 0000…).
     case_id = f"test/{case.case_id}" if case.split == "test" and case.case_id in train_ids else case.case_id
-    # Label files that are not images (GeoJSON, COCO, box text, edge YAML) are not voxel statistics.
-    image_label = case.label_path is not None and case.label_path.lower().endswith(IMAGE_ENDINGS)
+    # Label files that are not images (GeoJSON, COCO, box text, edge YAML) are not voxel statistics,
+    # but they are the case's supervision: kept as its label file, so the case counts as labelled.
+    label = str(task_dir / case.label_path) if case.label_path else None
+    image_label = label is not None and label.lower().endswith(IMAGE_ENDINGS)
     return ProfileCase(
         case_id=case_id,
         split=case.split,  # type: ignore[arg-type]
         image_paths=[str(task_dir / p) for p in case.image_paths],
-        label_path=str(task_dir / case.label_path) if case.label_path and image_label else None,
+        label_path=label if image_label else None,
+        label_file=None if image_label else label,
         group=case.group if case.split == "train" else None,
         extra=strata.get(case.case_id, {}),
     )
@@ -62,9 +65,31 @@ def _coco_file(task_dir: Path, contract: TaskContract) -> str | None:
     return str(task_dir / source) if source else None
 
 
+def _labels_table(task_dir: Path, contract: TaskContract) -> Any:
+    """The labels table with the columns the reviewer scores: the prediction's id and value columns
+    where the table has them (ldct-iqa: image_id, quality_score), else its first two columns."""
+    from tools.profiling import LabelsTable
+
+    rel = contract.layout.labels_table
+    if rel is None:
+        return None
+    path = task_dir / rel
+    named = contract.prediction.csv_columns
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as handle:
+            header = next(csv.reader(handle), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        header = []  # the profile reports the unreadable table itself
+    if len(header) < 2:
+        return LabelsTable(path=str(path))
+    id_column = named[0] if named and named[0] in header else header[0]
+    label_column = named[1] if len(named) > 1 and named[1] in header else header[1]
+    return LabelsTable(path=str(path), id_column=id_column, label_column=label_column)
+
+
 def build_request(workspace: Workspace, contract: TaskContract, folds: LockedFolds) -> Any:
     """The profiling request for a workspace: public train and test cases, contract facts, locked folds."""
-    from tools.profiling import LabelsTable, ProfileRequest
+    from tools.profiling import ProfileRequest
 
     task_dir = workspace.task_dir.resolve()
     strata = _strata(task_dir, contract)
@@ -76,7 +101,7 @@ def build_request(workspace: Workspace, contract: TaskContract, folds: LockedFol
         cases=[_profile_case(task_dir, case, strata, train_ids) for case in cases],
         label_values=dict(layout.label_values) or None,
         channel_names=dict(enumerate(layout.channels)),
-        labels_table=LabelsTable(path=str(task_dir / layout.labels_table)) if layout.labels_table else None,
+        labels_table=_labels_table(task_dir, contract),
         boxes_json=_coco_file(task_dir, contract),
         primary_metric=contract.primary_metric,
         metric_direction="maximize" if contract.primary.direction == "higher_better" else "minimize",

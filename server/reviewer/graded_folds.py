@@ -19,15 +19,15 @@ import tempfile
 from collections import Counter
 from pathlib import Path, PurePosixPath
 
+from server.reviewer import permuted
 from server.reviewer.context import ReviewContext
+from server.reviewer.grader_keys import metrics_of
 from server.reviewer.job import ArtifactRef
 from server.reviewer.predictions import FoldResult
 from server.reviewer.scoring import PlannedMetric
 from server.reviewer.submission_files import IMAGE_SUFFIXES
 from server.reviewer.task_grader import build_fold_answers, place_files, run_grader
 from tools.metrics import MetricSummary
-
-RANKING_KEYS = ("overall", "mean_position", "percentile")  # leaderboard positions, not metrics
 
 
 def review_graded_fold(ctx: ReviewContext, plan: list[PlannedMetric], fold: int, need_baseline: bool) -> FoldResult:
@@ -48,7 +48,52 @@ def review_graded_fold(ctx: ReviewContext, plan: list[PlannedMetric], fold: int,
             trivial = Path(tmp) / "trivial"
             if _write_trivial(ctx, rows, submission, result.val_cases, answers, answers_dir, trivial):
                 result.baseline_summaries = _grade(ctx, plan, result, trivial, answers, answers_dir, None)
+                _permuted_baseline(ctx, plan, result, trivial, answers, answers_dir)
     return result
+
+
+def _permuted_baseline(
+    ctx: ReviewContext, plan: list[PlannedMetric], result: FoldResult, trivial: Path, answers: Path, answers_dir: Path
+) -> None:
+    """Tables: the metrics a constant leaves undefined (correlations) get the seeded permutations of
+    the fold's training targets as their trivial predictor, through the same grader."""
+    names = [m.name for m in plan if permuted.undefined(result.baseline_summaries.get(m.name))]
+    contract = ctx.contract.submission
+    if not names or contract.file_column:
+        return
+    with (trivial / contract.filename).open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    train = _training_rows(ctx, result.fold)
+    graded = []
+    for index, draw in enumerate(permuted.draws(train, len(rows), result.fold)):
+        folder = trivial.parent / f"permuted-{index}"
+        folder.mkdir()
+        drawn = [{**row, **{c: source[c] for c in contract.columns[1:] if c in source}} for row, source in
+                 zip(rows, draw, strict=True)]  # fmt: skip
+        _write_rows(folder / contract.filename, contract.columns, drawn)
+        graded.append(_grade(ctx, plan, result, folder, answers, answers_dir, None))
+    for name, summary in permuted.averaged(graded, names).items():
+        result.baseline_summaries[name] = summary
+        result.baseline_predictors[name] = permuted.PREDICTOR
+
+
+def _training_rows(ctx: ReviewContext, fold: int) -> list[dict[str, str]]:
+    """The labels table's rows of the fold's training cases (the targets a trivial predictor may know)."""
+    rel = ctx.contract.layout.labels_table
+    if rel is None:
+        return []
+    with (ctx.workspace.task_dir / rel).open(encoding="utf-8", newline="") as handle:
+        table = list(csv.DictReader(handle))
+    train = set(ctx.folds.folds[fold].train_cases)
+    id_column = ctx.contract.submission.id_column
+    return [row for row in table if row.get(id_column) in train]
+
+
+def _write_rows(path: Path, columns: list[str], rows: list[dict[str, str]]) -> None:
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
 
 
 def _rows(ctx: ReviewContext, result: FoldResult, refs: dict[str, ArtifactRef]) -> list[dict[str, str]] | None:
@@ -109,26 +154,9 @@ def _grade(
             result.schema.append({"file": problem_file, "problem": f"the task's grader: {verdict.status}",
                                   "got": verdict.reason})  # fmt: skip
         return {}
-    values = _aliased(plan, verdict.metrics)
+    values = metrics_of((m.name for m in plan), verdict.metrics)
     n = len(result.val_cases)
     return {name: _single(value, n) for name, value in values.items()}
-
-
-def _aliased(plan: list[PlannedMetric], metrics: dict[str, float | None]) -> dict[str, float | None]:
-    """The contract's metrics from the grader's result. A metric the grader names otherwise (`f1`
-    returned as `macro_f1`) takes the one returned key that contains its name and is no metric of
-    the contract or ranking key itself."""
-    names = {m.name for m in plan}
-    spare = [k for k in metrics if k not in names and k not in RANKING_KEYS and not k.endswith("_position")]
-    found: dict[str, float | None] = {}
-    for name in names:
-        if name in metrics:
-            found[name] = metrics[name]
-            continue
-        match = [k for k in spare if name in k.split("_") or k.endswith(f"_{name}") or k.startswith(f"{name}_")]
-        if len(match) >= 1 and match[0] in metrics:
-            found[name] = metrics[match[0]]
-    return found
 
 
 def _single(value: float | None, n_cases: int) -> MetricSummary:
@@ -161,10 +189,7 @@ def _write_trivial(
         trivial_rows.append(row)
     if not column:
         _constants(ctx, trivial_rows)
-    with (into / contract.filename).open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=contract.columns)
-        writer.writeheader()
-        writer.writerows(trivial_rows)
+    _write_rows(into / contract.filename, contract.columns, trivial_rows)
     return True
 
 
@@ -247,9 +272,11 @@ def _constants(ctx: ReviewContext, rows: list[dict[str, str]]) -> None:
         values = [r[column] for r in table if r.get(column) not in (None, "")]
         if not values:
             continue
+        majority = Counter(values).most_common(1)[0][0]
+        classes = ctx.contract.task_type == "classification"  # a mean of grades 0-4 is no class (kappa raises)
         try:
-            constant = str(statistics.fmean(float(v) for v in values))
+            constant = majority if classes else str(statistics.fmean(float(v) for v in values))
         except ValueError:
-            constant = Counter(values).most_common(1)[0][0]
+            constant = majority
         for row in rows:
             row[column] = constant

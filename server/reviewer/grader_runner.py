@@ -1,6 +1,7 @@
 """Run a task author's grader on one submission, in its own process, as its benchmark's harness does.
 
     python grader_runner.py GRADER_PY FUNCTION SUBMISSION_CSV SUBMISSION_DIR ANSWERS_CSV ANSWERS_DIR MODE
+    python grader_runner.py --imports GRADER_PY
 
 The call is ReX-MLE's / MLE-bench's: `grade(pd.read_csv(submission), pd.read_csv(answers),
 submission_dir=Path, answers_dir=Path)` (keyword arguments the function declares), with the
@@ -8,8 +9,9 @@ grader's own folder first on `sys.path` and as the working directory, so its sib
 modules resolve. MODE `validity` reports only whether the grader accepted the submission (a test
 score never leaves this process); MODE `scores` also reports the numeric results (validation folds,
 whose answers the server built from public training labels). The last line of stdout is the JSON
-verdict; whatever the grader prints goes to stderr. Runs under the grader's interpreter: it imports
-nothing of AMID.
+verdict; whatever the grader prints goes to stderr. `--imports` tries every module the grader file
+imports and reports those that fail (at `amid init`, before any review needs them). Runs under the
+grader's interpreter: it imports nothing of AMID.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ INVALID_NAMES = ("InvalidSubmissionError", "InvalidSubmission")
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--imports"]:
+        return _check_imports(Path(argv[1]))
     grader, function, submission_csv, submission_dir, answers_csv, answers_dir, mode = argv
     folder = str(Path(grader).parent)
     sys.path.insert(0, folder)
@@ -64,6 +68,59 @@ def _grade(grader: str, function: str, submission_csv: str, submission_dir: str,
         invalid = any(c.__name__ in INVALID_NAMES for c in type(exc).__mro__)
         return {"status": "invalid" if invalid else "error", "reason": _describe(exc)}
     return {"status": "valid", "reason": "", "metrics": _numbers(result)}
+
+
+def _check_imports(grader: Path) -> int:
+    """Try every module the grader imports (anywhere in the file, optional ones included: dentex
+    grades differently without pycocotools), and those its benchmark's own modules import (rexmle's
+    medical_utils and pynrrd), from its folder; print {"failed": [...]} as JSON."""
+    sys.path.insert(0, str(grader.parent))
+    os.chdir(grader.parent)
+    failed: list[dict[str, Any]] = []
+    files, seen = [grader], set()
+    with contextlib.redirect_stdout(sys.stderr):
+        while files:
+            for name in _imported_names(files.pop()):
+                if name in seen:
+                    continue
+                seen.add(name)
+                try:
+                    module = importlib.import_module(name)
+                except ModuleNotFoundError as exc:
+                    failed.append({"module": name, "missing": (exc.name or name).split(".")[0],
+                                   "reason": _describe(exc)})  # fmt: skip
+                    continue
+                except Exception as exc:  # installed but broken (a numpy its build does not match)
+                    failed.append({"module": name, "missing": None, "reason": _describe(exc)})
+                    continue
+                files += [Path(f) for f in [getattr(module, "__file__", None)] if f and _own_code(f)]
+    print(json.dumps({"failed": failed}))
+    return 0
+
+
+def _own_code(path: str) -> bool:
+    """A module of the benchmark's own checkout (not an installed package nor the standard library)."""
+    import sysconfig
+
+    installed = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    return path.endswith(".py") and not any(path.startswith(p) for p in installed) and "-packages" not in path
+
+
+def _imported_names(source: Path) -> list[str]:
+    """The absolute module names of every import statement of the file (relative ones are its own)."""
+    import ast
+
+    names: list[str] = []
+    try:
+        tree = ast.parse(source.read_text(encoding="utf-8"), str(source))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return names
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.append(node.module)
+    return list(dict.fromkeys(names))
 
 
 def _import(grader: Path) -> Any:

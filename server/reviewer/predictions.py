@@ -42,6 +42,7 @@ class FoldResult:
     value_hashes: dict[str, str] = field(default_factory=dict)  # case → sha256 of the decoded values
     summaries: dict[str, MetricSummary] = field(default_factory=dict)
     baseline_summaries: dict[str, MetricSummary] = field(default_factory=dict)
+    baseline_predictors: dict[str, str] = field(default_factory=dict)  # metric → predictor, where not the task's
 
 
 def baseline_name(ctx: ReviewContext) -> str:

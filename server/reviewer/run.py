@@ -102,7 +102,8 @@ def _fold_metrics(results: list[FoldResult], plan: list[PlannedMetric], groups: 
 def _new_baselines(ctx: ReviewContext, results: list[FoldResult]) -> list[BaselineValue]:
     predictor = baseline_name(ctx)
     return [
-        BaselineValue(fold=r.fold, predictor=predictor, metric=name, value=mean_value(s), n_cases=s.n_cases,
+        BaselineValue(fold=r.fold, predictor=r.baseline_predictors.get(name, predictor), metric=name,
+                      value=mean_value(s), n_cases=s.n_cases,
                       n_valid=s.n_valid, n_nan=s.n_nan, n_capped=s.n_capped)
         for r in results for name, s in r.baseline_summaries.items()
     ]  # fmt: skip

@@ -66,13 +66,21 @@ def _check_table(ctx: ReviewContext, text: str, files: dict[str, ArtifactRef], r
         reasons.append(f"case ids repeat: {repeated[:10]}")
     if unknown:
         reasons.append(f"case ids not in the test set: {unknown[:10]}")
+    missing = sorted(expected - set(ids))
+    if missing:
+        # Invalid whatever the task's grader says: some graders score an incomplete submission
+        # (PUMA's nuclei graders average the cases they are given), and a test set is scored whole.
+        reasons.append(
+            f"missing cases: {len(missing)} test case(s) have no row in {contract.filename}, e.g. {missing[:10]}; "
+            f"the submission needs one row per case of the test set"
+        )
     for row in rows:
         value = row.get(contract.file_column or "", "") if contract.file_column else ""
         if contract.file_column:
             _check_file(ctx, row[contract.id_column], value, files, reasons)
         elif any(v in ("", None) for v in row.values()):
             reasons.append(f"row {row[contract.id_column]!r} has empty values")
-    return sorted(expected - set(ids))
+    return missing
 
 
 def _check_file(ctx: ReviewContext, case_id: str, rel: str, files: dict[str, ArtifactRef], reasons: list[str]) -> None:

@@ -20,6 +20,7 @@ from pathlib import PurePath
 import numpy as np
 
 from server.errors import DataUnreadable
+from server.reviewer import permuted
 from server.reviewer.context import ReviewContext
 from server.reviewer.job import ArtifactRef
 from server.reviewer.predictions import FoldResult
@@ -82,7 +83,23 @@ def review_table_fold(ctx: ReviewContext, plan: list[PlannedMetric], fold: int, 
     result.summaries = _summaries(plan, predicted, reference)
     if need_baseline:
         result.baseline_summaries = _summaries(plan, [trivial] * len(reference), reference)
+        _permuted_baseline(ctx, plan, result, truth, reference)
     return result
+
+
+def _permuted_baseline(
+    ctx: ReviewContext, plan: list[PlannedMetric], result: FoldResult, truth: dict[str, float], reference: list[float]
+) -> None:
+    """Metrics a constant leaves undefined (correlations, AUC) take seeded permutations of the fold's
+    training targets as their trivial predictor."""
+    names = [m.name for m in plan if permuted.undefined(result.baseline_summaries.get(m.name))]
+    train = [truth[c] for c in ctx.folds.folds[result.fold].train_cases if c in truth]
+    if not names:
+        return
+    drawn = [_summaries(plan, draw, reference) for draw in permuted.draws(train, len(reference), result.fold)]
+    for name, summary in permuted.averaged(drawn, names).items():
+        result.baseline_summaries[name] = summary
+        result.baseline_predictors[name] = permuted.PREDICTOR
 
 
 def _rows(ctx: ReviewContext, result: FoldResult, id_column: str, value_column: str) -> dict[str, str]:

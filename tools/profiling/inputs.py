@@ -32,6 +32,10 @@ class ProfileCase(BaseModel):
         str | None,
         Field(description="Mask (segmentation), instance mask, or target image (enhancement); None if absent."),
     ] = None
+    label_file: Annotated[
+        str | None,
+        Field(description="A label that is not an image (GeoJSON, edge YAML, box text): supervision, not voxels."),
+    ] = None
     group: Annotated[str | None, Field(description="Patient, site or other group id that must not leak.")] = None
     extra: Annotated[
         dict[str, str],
@@ -81,7 +85,7 @@ class ProfileRequest(BaseModel):
         if repeated:
             raise invalid("cases", repeated[:5], "unique case_id values")
         for case in self.cases:
-            for path in [*case.image_paths, case.label_path]:
+            for path in [*case.image_paths, case.label_path, case.label_file]:
                 if path is not None and not Path(path).is_absolute():
                     raise invalid(f"cases[{case.case_id}].path", path, "an absolute path")
         unknown = sorted(set(self.folds or {}) - set(counts))

@@ -87,7 +87,7 @@ def fingerprint(request: ProfileRequest) -> str:
     """Cache key: profile version, request fields (not n_workers), and every file's size and mtime."""
     digest = hashlib.sha256(f"amid-profile-v{PROFILE_VERSION}\n".encode())
     digest.update(request.model_dump_json(exclude={"n_workers"}).encode())
-    paths = {p for case in request.cases for p in [*case.image_paths, case.label_path] if p}
+    paths = {p for case in request.cases for p in [*case.image_paths, case.label_path, case.label_file] if p}
     paths |= {p for p in (request.boxes_json, request.labels_table.path if request.labels_table else None) if p}
     for path in sorted(paths):
         digest.update(f"\n{path}\t{_stat_signature(path)}".encode())
@@ -133,20 +133,26 @@ def _issue(code: str, case_id: str | None, path: str | None, message: str, sever
     )
 
 
+def labels_are_files(request: ProfileRequest) -> bool:
+    """Whether each case's supervision is a file of its own: a mask or target image, or a label file
+    that is not an image (PUMA's GeoJSON, TopCoW's edge YAML and box text), rather than a table row."""
+    return request.task_type in LABEL_FILE_TASKS or any(c.label_file is not None for c in request.cases)
+
+
 def _missing_label_files(request: ProfileRequest) -> list[ProfileIssue]:
-    """Training cases of label-file tasks (masks, instance masks, targets) that have no label file."""
-    if request.task_type not in LABEL_FILE_TASKS:
+    """Training cases of label-file tasks that have no label file (image or not)."""
+    if not labels_are_files(request):
         return []
     return [
         _issue("missing_label", c.case_id, c.image_paths[0], "training case without a label file")
         for c in request.cases
-        if c.split == "train" and c.label_path is None
+        if c.split == "train" and c.label_path is None and c.label_file is None
     ]
 
 
 def _targets(request: ProfileRequest, issues: list[ProfileIssue]) -> dict[str, str]:
     """case id -> class or value, from the labels table (or each case's extra field of that name)."""
-    if request.task_type not in TABLE_TASKS:
+    if request.task_type not in TABLE_TASKS or (request.labels_table is None and labels_are_files(request)):
         return {}
     column = request.labels_table.label_column if request.labels_table else "label"
     targets = {c.case_id: c.extra[column] for c in request.cases if column in c.extra}
@@ -222,7 +228,7 @@ def _record(request: ProfileRequest, r: CaseResult, targets: dict[str, str], box
         dtype=header.dtype if header else None,
         size_bytes=sum(h.size_bytes for h in [*r.headers, r.label_header] if h),
         content_hash=r.content_hash,
-        has_label=case.label_path is not None,
+        has_label=case.label_path is not None or case.label_file is not None,
         foreground_ratio=label.foreground / label.total if label else None,
         n_components=sum(label.component_counts.values()) if label and not label.instance_sizes else None,
         n_instances=len(label.instance_sizes) if label and label.instance_sizes is not None else None,

@@ -122,11 +122,14 @@ def _pairs(results: list[CaseResult]) -> PairStats | None:
 
 
 def _labelled_train(request: ProfileRequest, targets: dict[str, str], boxes: dict[str, int]) -> int:
-    if request.task_type in ("classification", "regression", "graph_classification"):
-        return sum(c.split == "train" and c.case_id in targets for c in request.cases)
-    if request.task_type == "detection":
-        return sum(c.split == "train" and boxes.get(c.case_id, 0) > 0 for c in request.cases)
-    return sum(c.split == "train" and c.label_path is not None for c in request.cases)
+    """Training cases with supervision: a target (tables), boxes (one COCO file), else a label file."""
+    train = [c for c in request.cases if c.split == "train"]
+    per_case_files = any(c.label_file is not None for c in train)
+    if request.task_type in ("classification", "regression", "graph_classification") and not per_case_files:
+        return sum(c.case_id in targets for c in train)
+    if request.task_type == "detection" and request.boxes_json is not None:
+        return sum(boxes.get(c.case_id, 0) > 0 for c in train)
+    return sum(c.label_path is not None or c.label_file is not None for c in train)
 
 
 def build_supervision(
