@@ -3,13 +3,14 @@ own grade_fn exactly as MLE-bench's harness calls it. Runs under the grader envi
 grader_env.sh), where `mlebench` imports:
 
     python harness.py prepare DATA_DIR COMPETITION_ID
-    python harness.py grade DATA_DIR COMPETITION_ID SUBMISSION_CSV
+    python harness.py grade DATA_DIR COMPETITION_ID SUBMISSION_CSV [ANSWERS_CSV]
 
 `prepare` is `mlebench.data.download_and_prepare_dataset` without the download: the registry's
 folders, `prepare_fn(raw=, public=, private=)`, then the description written into public/.
 `grade` is `mlebench.grade.grade_csv`'s call: `competition.grader(read_csv(submission),
 load_answers(answers))`, whose None means an invalid submission; it prints one JSON line:
-{"valid": true, "score": S} or {"valid": false}.
+{"valid": true, "score": S} or {"valid": false}. ANSWERS_CSV replaces the competition's answers
+(a validation fold's, in the same schema).
 """
 
 from __future__ import annotations
@@ -34,11 +35,12 @@ def prepare(data_dir: str, competition_id: str) -> None:
     (competition.public_dir / "description.md").write_text(competition.description, encoding="utf-8")
 
 
-def grade(data_dir: str, competition_id: str, submission_csv: str) -> dict[str, object]:
+def grade(data_dir: str, competition_id: str, submission_csv: str, answers: str = "") -> dict[str, object]:
     from mlebench.utils import load_answers, read_csv
 
     competition = _competition(data_dir, competition_id)
-    score = competition.grader(read_csv(Path(submission_csv)), load_answers(competition.answers))
+    answers_path = Path(answers) if answers else competition.answers
+    score = competition.grader(read_csv(Path(submission_csv)), load_answers(answers_path))
     return {"valid": score is not None, "score": None if score is None else float(score)}
 
 
