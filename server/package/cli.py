@@ -98,7 +98,7 @@ def _print(report: Any) -> None:
         click.echo(f"{check.name:<22} {check.status:<8} {check.detail}")
     failed = [c for c in report.checks if c.status == "failed"]
     if failed:
-        named = sorted({f for c in failed for f in c.files})
+        named = report.named_files()  # the changed file itself, when a file's bytes changed
         click.echo(f"package {report.package}: FAILED ({', '.join(c.name for c in failed)}); files: {', '.join(named)}")
     elif report.authenticated:
         click.echo(f"package {report.package} of {report.attempt_id}: all checks passed, signed by the trusted key")

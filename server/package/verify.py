@@ -28,6 +28,7 @@ from server.package.layout import MANIFEST, MANIFEST_HASH, UNLISTED, cached_entr
 from server.workspace import Workspace
 
 SCORE_TOLERANCE = 1e-9
+BYTE_CHECKS = ("files", "signed files")  # checks that compare each file's own bytes
 
 
 class PackageCheck(BaseModel):
@@ -46,6 +47,14 @@ class VerifyReport(BaseModel):
     @property
     def passed(self) -> bool:
         return all(c.status != "failed" for c in self.checks)
+
+    def named_files(self) -> list[str]:
+        """The files to look at first: those whose bytes differ from the manifest or the signed
+        statement when any do (a one-byte edit names that file), else every file a failure names
+        (a re-score names its fold's predictions, a grader its submission)."""
+        failures = [c for c in self.checks if c.status == "failed"]
+        changed = {f for c in failures if c.name in BYTE_CHECKS for f in c.files}
+        return sorted(changed or {f for c in failures for f in c.files})
 
 
 def passed(name: str, detail: str) -> PackageCheck:
