@@ -16,7 +16,13 @@ CHECKOUT is a checkout of rajpurkarlab/ReX-MLE (or set REXMLE_DIR). For each cha
        broken   — the same with a test submission that breaks the format: SUBMISSION_INVALID;
        trivial  — the task type's trivial predictor (empty masks, the input image, one fixed answer
                   for every case, the training mean of a table): must be rejected.
-It prints a table and N/20, and writes benchmarks/results/rexmle_conformance.json.
+       partial  — (--strict) the perfect attempt with a test submission missing its last case:
+                  must be SUBMISSION_INVALID, whether or not the challenge's grader scores it.
+It prints a table and N/20, and writes benchmarks/results/rexmle_conformance.json. `--strict` also
+requires a sane profile (no error-severity issue, no training case called unlabelled), the partial
+attempt invalid, and the trivial baseline scored (the perfect attempt's TRIVIAL_BASELINE check passed,
+not unverifiable; the trivial attempt caught by it), and writes rexmle_conformance_strict.json.
+`run_rexmle(checkout, strict)` returns the rows, for a combined table.
 
 The perfect attempt memorises its predictions in its checkpoint (no holdout is configured), so it
 tests the plumbing, not a model. Nothing of ReX-MLE is copied here: its files are read where they are.
@@ -46,11 +52,15 @@ from server.connect import ensure_worktree
 from server.demo import start_server, stop_server
 from server.local_client import call as admin_call
 from server.mcp_client import call, connect
+from server.reviewer.grader_keys import metrics_of
 from server.workspace import Workspace
 from tools.task.cases import discover_cases
 from tools.task.fold_answers import write_fold_answers
 
 HERE = Path(__file__).resolve().parent
+STRICT_SUMMARY = (
+    "; strict: no error issue in the profile, a test submission missing a case invalid, the trivial baseline scored"
+)
 WRITERS = {**raw_misc.WRITERS, **raw_pathology.WRITERS, **raw_topcow.WRITERS}
 SUBMITTERS = {**raw_misc.SUBMITTERS, **raw_pathology.SUBMITTERS, **raw_topcow.SUBMITTERS}
 RUNNER = Path(__file__).resolve().parent.parent / "server" / "reviewer" / "grader_runner.py"
@@ -107,7 +117,9 @@ def amid(*args: str) -> str:
     return done.stdout
 
 
-def run_challenge(checkout: Path, python: str, work: Path, challenge_id: str, seed: int) -> dict[str, Any]:
+def run_challenge(
+    checkout: Path, python: str, work: Path, challenge_id: str, seed: int, strict: bool = False
+) -> dict[str, Any]:
     row: dict[str, Any] = {"challenge": challenge_id}
     started = time.monotonic()
     data, ws_dir = work / "data", work / "ws" / challenge_id
@@ -120,32 +132,58 @@ def run_challenge(checkout: Path, python: str, work: Path, challenge_id: str, se
         workspace = Workspace(ws_dir)
         contract = workspace.contract()
         row.update(task_type=contract.task_type, modality=contract.modality, primary=contract.primary_metric)
-        row.update(asyncio.run(_loop(workspace, data, challenge_id, python)))
+        row.update(asyncio.run(_loop(workspace, data, challenge_id, python, strict)))
     except Exception as exc:  # one challenge's failure is a row of the table, not the end of the run
         row["error"] = f"{type(exc).__name__}: {exc}"[:600]
     row["seconds"] = round(time.monotonic() - started, 1)
     row["ok"] = bool(row.get("imported") and row.get("perfect") == "accepted" and row.get("grader_used")
                      and row.get("broken_invalid") and row.get("trivial") == "rejected")  # fmt: skip
+    if strict:
+        row["strict_failures"] = strict_failures(row)
+        row["ok"] = row["ok"] and not row["strict_failures"]
     return row
 
 
-async def _loop(workspace: Workspace, data: Path, challenge_id: str, python: str) -> dict[str, Any]:
+def strict_failures(row: dict[str, Any]) -> list[str]:
+    """What --strict adds: a sane profile, a missing test case invalid, the trivial baseline scored."""
+    failures = []
+    if row.get("profile_errors"):
+        failures.append(f"profile: error issues {row['profile_errors']}")
+    if row.get("unlabelled_train"):
+        failures.append(f"profile: {row['unlabelled_train']} training case(s) called unlabelled")
+    if not row.get("partial_invalid"):
+        failures.append("a test submission missing a case was not SUBMISSION_INVALID")
+    if row.get("perfect_baseline") != "passed":
+        failures.append(f"perfect attempt: TRIVIAL_BASELINE {row.get('perfect_baseline')} (no baseline scored)")
+    if "TRIVIAL_BASELINE" not in (row.get("trivial_codes") or []):
+        failures.append("trivial attempt: not caught by TRIVIAL_BASELINE")
+    return failures
+
+
+async def _loop(workspace: Workspace, data: Path, challenge_id: str, python: str, strict: bool) -> dict[str, Any]:
     process, url = start_server(workspace.root)
     try:
         token = admin_call(workspace, "token_create", {"name": "conformance", "role": "agent"})["token"]
         ensure_worktree(workspace, "conformance")
         async with connect(url, token) as client:
-            return await _agent(client, workspace, data, challenge_id, python)
+            return await _agent(client, workspace, data, challenge_id, python, strict)
     finally:
         stop_server(process)
 
 
-async def _agent(client: Any, workspace: Workspace, data: Path, challenge_id: str, python: str) -> dict[str, Any]:
+async def _agent(
+    client: Any, workspace: Workspace, data: Path, challenge_id: str, python: str, strict: bool
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     task = await call(client, "get_task")
     profile = await call(client, "profile_data", {"wait_s": 50})
-    predicates = (profile.get("profile") or {}).get("predicates", {})
+    while profile["status"] == "running":
+        profile = await call(client, "profile_data", {"wait_s": 50})
+    compact = profile.get("profile") or {}
+    predicates = compact.get("predicates", {})
     out["predicates"] = sorted(k for k, v in predicates.items() if v)
+    out["profile_errors"] = sorted({i["code"] for i in compact.get("issues", []) if i["severity"] == "error"})
+    out["unlabelled_train"] = (compact.get("supervision") or {}).get("unlabelled_train_cases")
     lanes = (await call(client, "list_lanes"))["lanes"]
     out["lanes"] = sorted({lane["family"] for lane in lanes})
     lane = lanes[0]["lane_id"]
@@ -153,15 +191,18 @@ async def _agent(client: Any, workspace: Workspace, data: Path, challenge_id: st
     worktree, fold = Path(task["worktree"]), 0
     val_cases = task["folds"][fold]["val_cases"]
     prepared = data / challenge_id / "prepared"
-    for kind in ("perfect", "broken", "trivial"):
+    for kind in ("perfect", "broken", "trivial", *(["partial"] if strict else [])):
         verdict = await _attempt(client, workspace, worktree, prepared, challenge_id, python, lane, val_cases, kind)
         codes = [c["code"] for c in verdict["failed_checks"] if c.get("severity", "error") == "error"]
         out[kind] = verdict["verdict"] or verdict["status"]
         out[f"{kind}_codes"] = codes
         if kind == "perfect":
             out["grader_used"] = _grader_ran(workspace, verdict)
+            out["perfect_baseline"] = _check_state(workspace, verdict, "TRIVIAL_BASELINE")
         if kind == "broken":
             out["broken_invalid"] = "SUBMISSION_INVALID" in codes
+        if kind == "partial":
+            out["partial_invalid"] = "SUBMISSION_INVALID" in codes
     return out
 
 
@@ -173,11 +214,14 @@ async def _attempt(
     shutil.rmtree(base, ignore_errors=True)
     fold_dir, test_dir = base / "fold0", base / "submission"
     fold_kind = "trivial" if kind == "trivial" else "perfect"
+    submit_kind = "perfect" if kind == "partial" else kind
     if fold_kind == "trivial" and workspace.contract().submission.file_column is None:
         _mean_table(workspace, val_cases, fold_dir)  # a table's trivial predictor: the training mean
     else:
         _fold_predictions(workspace, prepared, challenge_id, val_cases, fold_dir, fold_kind)
-    SUBMITTERS[challenge_id](prepared, test_dir, kind)
+    SUBMITTERS[challenge_id](prepared, test_dir, submit_kind)
+    if kind == "partial":
+        _drop_last_row(test_dir / "submission.csv")
     checkpoint = base / "checkpoint.zip"
     _zip(fold_dir, checkpoint)
     (worktree / "memorised.py").write_text(MEMORISED_PY, encoding="utf-8")
@@ -253,6 +297,12 @@ def _mean_table(workspace: Workspace, cases: list[str], into: Path) -> None:
         writer.writerows([case, *(means.get(c, 0.0) for c in columns[1:])] for case in cases)
 
 
+def _drop_last_row(table: Path) -> None:
+    """A perfect test submission without its last case: invalid whether or not the grader scores it."""
+    lines = table.read_text(encoding="utf-8").splitlines()
+    table.write_text("\n".join(lines[:-1]) + "\n", encoding="utf-8")
+
+
 def _fold_sample(sample: Path, target: Path, cases: list[str]) -> None:
     with sample.open(encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle))
@@ -295,19 +345,43 @@ def _own_scores(workspace: Workspace, python: str, fold_dir: Path, cases: list[s
         done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     verdict = json.loads(done.stdout.strip().splitlines()[-1])
     metrics = verdict.get("metrics") or {}
-    names = {m.name for m in contract.metrics}
-    scores = {k: float(v) for k, v in metrics.items() if k in names and v is not None}
-    if contract.primary_metric not in scores:
-        alias = next((k for k in metrics if contract.primary_metric in k.split("_") and metrics[k] is not None), None)
-        if alias:
-            scores[contract.primary_metric] = float(metrics[alias])
+    found = metrics_of((m.name for m in contract.metrics), metrics)  # the reviewer's own rule
+    scores = {k: float(v) for k, v in found.items() if v is not None}
     return scores or {contract.primary_metric: 0.0}
 
 
-def _grader_ran(workspace: Workspace, verdict: dict[str, Any]) -> bool:
+def _report_check(workspace: Workspace, verdict: dict[str, Any], code: str) -> dict[str, Any]:
     report = json.loads((workspace.root / "reviews" / f"{verdict['review_id']}.json").read_text(encoding="utf-8"))
-    check = next(c for c in report["checks"] if c["code"] == "SUBMISSION_INVALID")
-    return bool(check["evidence"].get("grader") == "valid")
+    return dict(next(c for c in report["checks"] if c["code"] == code))
+
+
+def _grader_ran(workspace: Workspace, verdict: dict[str, Any]) -> bool:
+    return bool(_report_check(workspace, verdict, "SUBMISSION_INVALID")["evidence"].get("grader") == "valid")
+
+
+def _check_state(workspace: Workspace, verdict: dict[str, Any], code: str) -> str:
+    """passed, failed, or unverifiable (a warning: nothing to compare with)."""
+    check = _report_check(workspace, verdict, code)
+    return "passed" if check["passed"] else str(check.get("severity", "error")) + ": " + str(check["message"])[:160]
+
+
+def run_rexmle(
+    checkout: Path, strict: bool = False, only: list[str] | None = None, work: Path | None = None, seed: int = 0,
+    echo: bool = True,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """One row per challenge of the checkout (or `only` those); `strict` adds the checks of
+    `strict_failures`. Each row has `ok`, and `strict_failures` when strict."""
+    checkout = checkout.resolve()
+    work = (work or Path(tempfile.mkdtemp(prefix="amid-rexmle-"))).resolve()
+    shutil.rmtree(work / "ws", ignore_errors=True)
+    python = grader_python(checkout)
+    rows = []
+    for challenge_id in only or challenge_ids(checkout):
+        row = run_challenge(checkout, python, work, challenge_id, seed, strict)
+        rows.append(row)
+        if echo:
+            _print_row(row)
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -316,34 +390,40 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", default=None, help="challenge ids (default: all)")
     parser.add_argument("--work", type=Path, default=None, help="work folder (default: a temp folder)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--strict", action="store_true", help="also: sane profile, missing test case invalid, "
+                        "trivial baseline scored (rexmle_conformance_strict.json)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.rexmle is None:
         parser.error("give --rexmle CHECKOUT or set REXMLE_DIR")
     checkout = args.rexmle.resolve()
-    work = (args.work or Path(tempfile.mkdtemp(prefix="amid-rexmle-"))).resolve()
-    shutil.rmtree(work / "ws", ignore_errors=True)
-    python = grader_python(checkout)
-    ids = args.only or challenge_ids(checkout)
-    rows = []
-    for challenge_id in ids:
-        row = run_challenge(checkout, python, work, challenge_id, args.seed)
-        rows.append(row)
-        _print_row(row)
+    rows = run_rexmle(checkout, args.strict, args.only, args.work, args.seed)
     passed = sum(r["ok"] for r in rows)
     print(f"\n{passed}/{len(rows)} challenges: imported unchanged, perfect accepted with the real grade_fn, "
-          "broken SUBMISSION_INVALID, trivial rejected")  # fmt: skip
+          f"broken SUBMISSION_INVALID, trivial rejected{STRICT_SUMMARY if args.strict else ''}")  # fmt: skip
+    name = "rexmle_conformance_strict" if args.strict else "rexmle_conformance"
     if not args.only:
-        write_result("rexmle_conformance", {"checkout_commit": _head(checkout), "passed": passed, "total": len(rows),
-                                            "challenges": rows})  # fmt: skip
+        write_result(name, {"checkout_commit": _head(checkout), "strict": args.strict, "passed": passed,
+                            "total": len(rows), "challenges": rows})  # fmt: skip
     return 0 if passed == len(rows) else 1
 
 
 def _print_row(row: dict[str, Any]) -> None:
-    fields = ("imported", "task_type", "primary", "perfect", "grader_used", "broken_invalid", "trivial")
+    fields: tuple[str, ...] = (
+        "imported",
+        "task_type",
+        "primary",
+        "perfect",
+        "grader_used",
+        "broken_invalid",
+        "trivial",
+    )
+    fields += ("partial_invalid", "perfect_baseline", "unlabelled_train") if "strict_failures" in row else ()
     cells = " | ".join(f"{row.get(k, '-')}" for k in fields)
     codes = ",".join(row.get("perfect_codes") or []) + " / " + ",".join(row.get("trivial_codes") or [])
     status = "PASS" if row["ok"] else "FAIL"
-    print(f"{status} {row['challenge']:<22} {cells} | {row['seconds']} s | {codes} {row.get('error', '')}", flush=True)
+    why = "; ".join(row.get("strict_failures") or [])
+    print(f"{status} {row['challenge']:<22} {cells} | {row['seconds']} s | {codes} {row.get('error', '')} {why}",
+          flush=True)  # fmt: skip
 
 
 def _head(checkout: Path) -> str | None:
