@@ -19,10 +19,12 @@ CHECKOUT is a work tree of openai/mle-bench (or set MLEBENCH_DIR). For each cove
        trivial  — every target at the training majority (or mean): rejected;
   4. grades the test submissions with MLE-bench's harness call (`Grader.__call__`, None = invalid),
      and the trivial fold predictions with it too, against the same fold answers AMID built.
-`--strict` also requires: no error in the data profile, TRIVIAL_BASELINE among the trivial attempt's
-codes, and AMID's fold score equal to MLE-bench's (its 5-decimal rounding). Writes
-benchmarks/results/mlebench_conformance.json when every competition ran. Nothing of MLE-bench is
-copied here: its files are read where they are.
+`--strict` also requires: no error in the data profile, the missing-case submission invalid, a trivial
+baseline scored on the perfect attempt and TRIVIAL_BASELINE among the trivial attempt's codes, and
+AMID's fold score equal to MLE-bench's (within its 5-decimal rounding). Writes
+benchmarks/results/mlebench_conformance[_strict].json when every covered competition ran;
+`run_mlebench(checkout, strict)` returns the rows, for the combined table (benchmarks/conformance.py).
+Nothing of MLE-bench is copied here: its files are read where they are.
 """
 
 from __future__ import annotations
@@ -96,7 +98,9 @@ def amid(*args: str) -> str:
     return done.stdout
 
 
-def run_competition(checkout: Path, python: str, work: Path, competition_id: str, seed: int) -> dict[str, Any]:
+def run_competition(
+    checkout: Path, python: str, work: Path, competition_id: str, seed: int, strict: bool = False
+) -> dict[str, Any]:
     row: dict[str, Any] = {"competition": competition_id, "benchmark": "mle-bench"}
     started = time.monotonic()
     data, ws_dir = work / "data", work / "ws" / competition_id
@@ -114,17 +118,35 @@ def run_competition(checkout: Path, python: str, work: Path, competition_id: str
     except Exception as exc:  # one competition's failure is a row of the table, not the end of the run
         row["error"] = f"{type(exc).__name__}: {exc}"[:600]
     row["seconds"] = round(time.monotonic() - started, 1)
-    return judge(row)
+    return judge(row, strict)
 
 
-def judge(row: dict[str, Any]) -> dict[str, Any]:
+def judge(row: dict[str, Any], strict: bool) -> dict[str, Any]:
+    """`ok`: the loop's checks (and, when strict, no `strict_failures`), in the shape of the ReX-MLE rows."""
     row["ok"] = bool(row.get("imported") and row.get("perfect") == "accepted" and row.get("grader_used")
                      and row.get("broken_invalid") and row.get("trivial") == "rejected"
                      and row.get("harness_perfect_valid") and row.get("harness_broken_valid") is False)  # fmt: skip
-    row["strict_ok"] = bool(row["ok"] and not row.get("profile_errors") and row.get("missing_invalid")
-                            and "TRIVIAL_BASELINE" in (row.get("trivial_codes") or [])
-                            and row.get("fold_scores_equal"))  # fmt: skip
+    if strict:
+        row["strict_failures"] = strict_failures(row)
+        row["ok"] = row["ok"] and not row["strict_failures"]
     return row
+
+
+def strict_failures(row: dict[str, Any]) -> list[str]:
+    """What --strict adds: a sane profile, a missing test case invalid (by AMID and by MLE-bench), the
+    trivial baseline scored and catching the trivial attempt, AMID's fold score equal to MLE-bench's."""
+    failures = []
+    if row.get("profile_errors"):
+        failures.append(f"profile: error issues {row['profile_errors']}")
+    if not row.get("missing_invalid") or row.get("harness_missing_valid") is not False:
+        failures.append("a test submission missing a case was not invalid (AMID / MLE-bench)")
+    if row.get("perfect_baseline") != "passed":
+        failures.append(f"perfect attempt: TRIVIAL_BASELINE {row.get('perfect_baseline')} (no baseline scored)")
+    if "TRIVIAL_BASELINE" not in (row.get("trivial_codes") or []):
+        failures.append("trivial attempt: not caught by TRIVIAL_BASELINE")
+    if not row.get("fold_scores_equal"):
+        failures.append(f"fold score: AMID {row.get('fold_score_amid')} vs MLE-bench {row.get('fold_score_mlebench')}")
+    return failures
 
 
 async def _loop(workspace: Workspace, data: Path, competition_id: str, python: str) -> dict[str, Any]:
@@ -154,6 +176,7 @@ async def _agent(client: Any, workspace: Workspace, data: Path, competition_id: 
         out[f"harness_{kind}_valid"] = attempts.harness_valid(python, data, competition_id, attempt)
         if kind == "perfect":
             out["grader_used"] = attempts.grader_ran(workspace, verdict)
+            out["perfect_baseline"] = attempts.check_state(workspace, verdict, "TRIVIAL_BASELINE")
         if kind in ("broken", "missing"):
             out[f"{kind}_invalid"] = "SUBMISSION_INVALID" in codes
         if kind == "trivial":
@@ -170,19 +193,24 @@ async def _review(client: Any, attempt: dict[str, Any], lane: str) -> dict[str, 
     return verdict
 
 
-def run_mlebench(checkout: Path, work: Path, only: list[str] | None = None, seed: int = 0) -> list[dict[str, Any]]:
-    """Every covered competition (or `only`), one row each, printed as it finishes."""
+def run_mlebench(
+    checkout: Path, strict: bool = False, only: list[str] | None = None, work: Path | None = None, seed: int = 0,
+    echo: bool = True,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """Every covered competition (or `only`), one row each with `ok` (and `strict_failures` when strict)."""
+    work = work or Path(tempfile.mkdtemp(prefix="amid-mlebench-"))
     checkout, work = checkout.resolve(), work.resolve()
     shutil.rmtree(work / "ws", ignore_errors=True)
     python = grader_python(checkout)
     rows = []
     for competition_id in only or list(COVERED):
         if competition_id not in COVERED:
-            rows.append({"competition": competition_id, "benchmark": "mle-bench", "ok": False, "strict_ok": False,
+            rows.append({"competition": competition_id, "benchmark": "mle-bench", "ok": False,
                          "error": f"not covered: {NOT_COVERED.get(competition_id, 'no raw-data writer')}"})  # fmt: skip
             continue
-        rows.append(run_competition(checkout, python, work, competition_id, seed))
-        print_row(rows[-1])
+        rows.append(run_competition(checkout, python, work, competition_id, seed, strict))
+        if echo:
+            print_row(rows[-1])
     return rows
 
 
@@ -190,10 +218,11 @@ def print_row(row: dict[str, Any]) -> None:
     fields = ("imported", "task_type", "primary", "perfect", "grader_used", "broken_invalid", "missing_invalid",
               "trivial", "fold_scores_equal")  # fmt: skip
     cells = " | ".join(f"{row.get(k, '-')}" for k in fields)
-    status = "PASS" if row.get("strict_ok") else "pass" if row.get("ok") else "FAIL"
+    status = "PASS" if row.get("ok") else "FAIL"
     codes = ",".join(row.get("perfect_codes") or []) + " / " + ",".join(row.get("trivial_codes") or [])
+    why = "; ".join(row.get("strict_failures") or [])
     print(f"{status} {row['competition']:<44} {cells} | {row.get('seconds', '-')} s | {codes} "
-          f"{row.get('profile_errors') or ''} {row.get('error', '')}", flush=True)  # fmt: skip
+          f"{row.get('error', '')} {why}", flush=True)  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -206,16 +235,21 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.mlebench is None:
         parser.error("give --mlebench CHECKOUT or set MLEBENCH_DIR")
-    work = args.work or Path(tempfile.mkdtemp(prefix="amid-mlebench-"))
-    rows = run_mlebench(args.mlebench, work, args.only, args.seed)
-    key = "strict_ok" if args.strict else "ok"
-    passed = sum(bool(r.get(key)) for r in rows)
+    rows = run_mlebench(args.mlebench, args.strict, args.only, args.work, args.seed)
+    passed = sum(bool(r.get("ok")) for r in rows)
     print(f"\n{passed}/{len(rows)} competitions pass{' strictly' if args.strict else ''}; not covered: "
           f"{', '.join(sorted(NOT_COVERED))}")  # fmt: skip
     if not args.only:
-        write_result("mlebench_conformance", {"strict": args.strict, "passed": passed, "total": len(rows),
-                                              "competitions": rows, "not_covered": NOT_COVERED})  # fmt: skip
+        name = "mlebench_conformance_strict" if args.strict else "mlebench_conformance"
+        write_result(name, {"checkout_commit": head(args.mlebench), "strict": args.strict, "passed": passed,
+                            "total": len(rows), "competitions": rows, "not_covered": NOT_COVERED})  # fmt: skip
     return 0 if passed == len(rows) else 1
+
+
+def head(checkout: Path) -> str | None:
+    """The checkout's commit (MLEBENCH_COMMIT when the checkout is an export without .git)."""
+    done = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or os.environ.get("MLEBENCH_COMMIT") or None
 
 
 if __name__ == "__main__":

@@ -134,6 +134,13 @@ def grader_ran(workspace: Workspace, verdict: dict[str, Any]) -> bool:
     return bool(_grader_ran(workspace, verdict))
 
 
+def check_state(workspace: Workspace, verdict: dict[str, Any], code: str) -> str:
+    """passed, or the check's severity and message (a warning: nothing to compare with)."""
+    report = json.loads((workspace.root / "reviews" / f"{verdict['review_id']}.json").read_text(encoding="utf-8"))
+    check = next(c for c in report["checks"] if c["code"] == code)
+    return "passed" if check["passed"] else f"{check.get('severity', 'error')}: {str(check['message'])[:160]}"
+
+
 def fold_scores(
     workspace: Workspace, python: str, data: Path, competition_id: str, attempt: dict[str, Any],
     verdict: dict[str, Any],
