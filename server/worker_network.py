@@ -109,7 +109,7 @@ class BoxNetwork:
             return {}
         proxy = f"http://127.0.0.1:{self.proxy_port}"
         direct = ",".join(["localhost", "127.0.0.1", "::1"])
-        names = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY")
+        names = ("HTTPS_PROXY", "HTTP_PROXY")
         return {k: proxy for n in names for k in (n, n.lower())} | {"NO_PROXY": direct, "no_proxy": direct}
 
 
@@ -125,7 +125,7 @@ class NetworkBridge:
     def open(self, allowed: tuple[Target, ...]) -> BoxNetwork:
         """A socket folder serving `allowed` (loopback targets one socket each, the rest through the proxy)."""
         folder = Path(tempfile.mkdtemp(prefix="amid-net-"))  # short: a socket path has at most 107 bytes
-        local = [t for t in allowed if t.loopback]
+        local = list({t.port: t for t in allowed if t.loopback}.values())  # localhost:P and 127.0.0.1:P: one
         ports = {t.port: str(i) for i, t in enumerate(local)}
         remote = [t for t in allowed if not t.loopback]
         proxy_port = next(p for p in PROXY_PORTS if p not in ports) if remote else None
@@ -141,8 +141,11 @@ class NetworkBridge:
         shutil.rmtree(box.folder, ignore_errors=True)
 
     def stop(self) -> None:
+        """Close every socket folder and every connection still open, then the loop."""
         for folder in list(self._servers):
             self.close(BoxNetwork(folder, ()))
+        with contextlib.suppress(TimeoutError, RuntimeError):
+            asyncio.run_coroutine_threadsafe(_cancel_connections(), self._loop).result(timeout=10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
         if not self._thread.is_alive():
@@ -160,6 +163,13 @@ class NetworkBridge:
             proxy = _proxy(box.allowed)
             servers.append(await asyncio.start_unix_server(proxy, path=str(box.folder / "proxy"), limit=HEAD_LIMIT))
         return servers
+
+
+async def _cancel_connections() -> None:
+    tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _direct(target: Target) -> Handler:

@@ -9,6 +9,8 @@ import contextlib
 import http.server
 import json
 import os
+import re
+import shlex
 import socket
 import subprocess
 import sys
@@ -73,6 +75,12 @@ for name, head in spec.get('proxy', {}).items():
             while chunk := sock.recv(4096):
                 answer += chunk.decode('latin-1')
         seen[name] = answer
+    except OSError as exc:
+        seen[name] = f'errno {exc.errno}'
+for name, path in spec.get('unlink', {}).items():
+    try:
+        os.unlink(path)
+        seen[name] = 'removed'
     except OSError as exc:
         seen[name] = f'errno {exc.errno}'
 seen['env'] = {k: v for k, v in os.environ.items() if k.lower().endswith('proxy')}
@@ -187,12 +195,14 @@ def test_a_sandboxed_process_reaches_the_server_and_its_endpoint_and_no_other_po
         },
         "tcp": {"other_port": ["127.0.0.1", hosts["other"]], "outside": ["192.0.2.1", 80], "dns": ["1.1.1.1", 53]},
         "unix": {"abstract": hosts["abstract"], "host_tmp_socket": hosts["disk"]},
+        "unlink": {"replace_bridge_socket": "/amid-net/0"},  # to plant a socket of its own there
     }
     seen = _in_box(tmp_path, _allowed(hosts), spec)
     assert (seen["server"], seen["endpoint"]) == ("server", "endpoint")
     assert seen["other_port"] == "errno 111"  # refused: nothing listens on that port inside
     assert seen["outside"] == seen["dns"] == "errno 101"  # network unreachable: no route out of the namespace
     assert seen["abstract"] == "errno 111" and seen["host_tmp_socket"] == "errno 2"
+    assert seen["replace_bridge_socket"] == "errno 30"  # read-only: the bridge's sockets stay the host's
     assert [listener.accepted for listener in hosts["listeners"]] == [0, 0, 0]
     assert seen["env"] == {}  # only loopback targets: no proxy
 
@@ -348,3 +358,57 @@ def test_a_worker_with_sandbox_none_keeps_the_host_network_and_says_so(running: 
     probe, detail = _run_pool(running, settings.model_copy(update={"sandbox": "none"}), "netopen-1")
     assert probe["healthz"] is True and probe["other_port"] == "open"
     assert detail["sandbox"] == "none" and detail["network"].startswith("host (sandbox none")
+
+
+# A real CLI's own shell probes the network: the server's port and the endpoint's answer, nothing else does.
+SHELL_PROBE = """
+import json, socket, sys
+def tcp(host, port):
+    try:
+        socket.create_connection((host, port), timeout=5).close()
+        return "open"
+    except OSError as exc:
+        return "errno %d" % exc.errno
+def unix(name):
+    try:
+        socket.socket(socket.AF_UNIX).connect(name)
+        return "open"
+    except OSError as exc:
+        return "errno %d" % exc.errno
+ports = json.loads(sys.argv[1])
+seen = {name: tcp("127.0.0.1", port) for name, port in ports["tcp"].items()}
+seen["outside"] = tcp("192.0.2.1", 80)
+seen["abstract"] = unix(ports["abstract"].replace("@", chr(0), 1))
+print("NETPROBE " + json.dumps(seen))
+"""
+
+
+@needs_bwrap
+@pytest.mark.slow
+@pytest.mark.external
+def test_a_real_codex_worker_shell_reaches_the_server_and_its_endpoint_and_nothing_else(
+    running: Running, hosts: dict[str, Any]
+) -> None:
+    from tests.server.supervisor.workers import cheat_probe
+    from tests.server.supervisor.workers.responses_endpoint import ResponsesEndpoint
+    from tests.server.supervisor.workers.test_real_codex_worker import _backend as codex_backend
+    from tests.server.supervisor.workers.whole_attempt import run_attempt
+    from tests.server.test_real_clients import _binary
+
+    codex = Path(_binary("codex"))
+    with ResponsesEndpoint() as endpoint:
+        server_port = int(running.url.rsplit(":", 1)[1].split("/", 1)[0])
+        endpoint_port = int(endpoint.url.rsplit(":", 1)[1].split("/", 1)[0])
+        ports = {"tcp": {"server": server_port, "endpoint": endpoint_port, "other_port": hosts["other"]},
+                 "abstract": hosts["abstract"].replace("\\0", "@")}  # fmt: skip
+        probe = f"python3 -c {shlex.quote(SHELL_PROBE)} {shlex.quote(json.dumps(ports))}"
+        endpoint.script = cheat_probe.cheat_script(f"{probe} > netprobe.txt 2>&1; cat netprobe.txt")
+        outcome = run_attempt(running, codex_backend(endpoint.url), endpoint, prefix="codexnet", binary=codex)
+    written = (outcome.worker.worktree / "netprobe.txt").read_text(encoding="utf-8")
+    match = re.search(r"^NETPROBE (\{.*\})$", written, re.MULTILINE)
+    assert match is not None, written[-2000:]
+    seen = json.loads(match.group(1))
+    assert (seen["server"], seen["endpoint"]) == ("open", "open")
+    assert (seen["other_port"], seen["outside"], seen["abstract"]) == ("errno 111", "errno 101", "errno 111"), seen
+    assert [listener.accepted for listener in hosts["listeners"][:2]] == [0, 0]
+    assert named(outcome.events, "exited")[0]["exit_class"] == "clean"
