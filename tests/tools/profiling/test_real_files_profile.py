@@ -85,3 +85,16 @@ def test_nan_voxels_of_a_real_resampled_volume_are_counted_and_left_out_of_the_i
     assert channel.mean != pytest.approx(float(np.nan_to_num(central).mean()), rel=1e-3)  # NaN read as 0
     assert channel.min == pytest.approx(float(np.nanmin(central)), rel=1e-6)
     assert np.isfinite([channel.median, channel.std, channel.percentile_00_5, channel.percentile_99_5]).all()
+
+
+def test_infinite_voxels_are_counted_and_kept_out_of_the_statistics_like_nan(tmp_path: Path) -> None:
+    volume = np.random.default_rng(5).normal(100.0, 10.0, (12, 12, 5)).astype(np.float32)
+    volume[0, :3, 2] = np.inf  # three voxels of the central slice
+    nib.save(nib.Nifti1Image(volume, np.eye(4)), tmp_path / "inf.nii.gz")
+    profile = profile_dataset(make_request("segmentation", _cases({"inf": tmp_path / "inf.nii.gz"})))
+    assert profile.issues_with("infinite_values")[0].message == "3 infinite voxels"
+    intensity = profile.representation.intensity
+    assert intensity is not None
+    central = volume[:, :, 2].astype(np.float64)
+    assert intensity.channels[0].mean == pytest.approx(float(central[np.isfinite(central)].mean()), rel=1e-6)
+    assert intensity.channels[0].max < np.inf
