@@ -24,6 +24,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from server.demo_progress import watch
 from server.errors import JobFailed
 from server.holdout_split import with_holdout_fraction
 from server.local_client import call as admin_call
@@ -172,7 +173,7 @@ def run_demo(root: Path | None = None) -> Workspace:
     try:
         console.print(f"server listening at {url}")
         supervisor, log_path = start_supervisor(workspace.root)
-        supervisor.wait(timeout=MAX_S + 60)
+        watch(workspace, supervisor, console, timeout_s=MAX_S + 60)  # stage, attempts, verdicts as they come
         summary = _summary(workspace)
         report = workspace.root / "report.html"  # the page a researcher opens in the morning
         report.write_text(str(admin_call(workspace, "report", {})["html"]), encoding="utf-8")
@@ -185,5 +186,26 @@ def run_demo(root: Path | None = None) -> Workspace:
     console.print(f"supervisor log: {log_path}")
     console.print(f"report: {report}")
     _verify_package(workspace)
-    console.print(f'inspect it: amid sql "SELECT * FROM v_stage_transitions" -w {workspace.root}')
+    _print_next_steps(workspace)
     return workspace
+
+
+def amid_command() -> str:
+    """How to run `amid` as this demo was run: the venv's script (relative to here when inside), or
+    this interpreter with -m: `amid` itself is on PATH only in an activated venv."""
+    script = Path(sys.executable).parent / "amid"
+    if not script.is_file():
+        return f"{sys.executable} -m server.cli"
+    try:
+        return str(script.relative_to(Path.cwd()))
+    except ValueError:
+        return str(script)
+
+
+def _print_next_steps(workspace: Workspace) -> None:
+    amid, where = amid_command(), workspace.root
+    activate = f" (or `source {Path(amid).parent}/activate`, then plain amid)" if amid.endswith("/amid") else ""
+    console.print(f"next, as printed{activate}:", soft_wrap=True, highlight=False)
+    for line in (f'{amid} sql "SELECT * FROM v_stage_transitions" -w {where}', f"{amid} status -w {where}",
+                 f"{amid} dashboard -w {where}   # a one-time login link to the live page"):  # fmt: skip
+        console.print(f"  {escape(line)}", soft_wrap=True, highlight=False)
