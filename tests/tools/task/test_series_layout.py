@@ -102,3 +102,11 @@ def test_a_folder_layout_with_another_ending_takes_no_folder_for_a_case(tmp_path
     (tmp_path / "imagesTr" / "case_b.nii.gz").write_bytes(b"")
     layout = DataLayout.model_validate({"train_images": "imagesTr"})
     assert [c.case_id for c in discover_cases(tmp_path, layout)] == ["case_b"]
+
+
+def test_series_folders_carry_the_channel_suffix_like_files(tmp_path: Path) -> None:
+    for channel in ("0000", "0001"):
+        copy_slices(series_files(REGULAR_CT), tmp_path / "imagesTr" / f"c1_{channel}")
+    layout = DataLayout.model_validate({"train_images": "imagesTr", "file_ending": ".dcm", "channels": ["CT", "PET"]})
+    cases = discover_cases(tmp_path, layout)
+    assert [(c.case_id, c.image_paths) for c in cases] == [("c1", ("imagesTr/c1_0000", "imagesTr/c1_0001"))]
