@@ -136,3 +136,12 @@ def test_slices_shifted_across_the_plane_by_a_tilted_gantry_are_flagged_and_stor
     rounded = copy_slices(series_files(REGULAR_CT), tmp_path / "rounded")
     _shift_across(rounded, 0.005)
     assert read_header(str(rounded)).problems == ()
+
+
+def test_a_slice_stored_twice_at_one_position_is_an_uneven_gap(tmp_path: Path) -> None:
+    files = series_files(REGULAR_CT)
+    folder = copy_slices([*files, files[2]], tmp_path / "twice")
+    rewrite(sorted(folder.iterdir())[-1], SOPInstanceUID=pydicom.uid.generate_uid())
+    header = read_header(str(folder))
+    assert header.shape == (16, 16, 6) and header.spacing[2] == pytest.approx(2.5, abs=1e-4)
+    assert _codes(header) == ["dicom_uneven_slices"] and "0.0" in header.problems[0][2]
