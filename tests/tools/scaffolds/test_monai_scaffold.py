@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -87,7 +88,7 @@ def test_monai_lane_trains_on_the_locked_fold_and_predicts_in_the_task_format(
     steps = {s.name: s for s in monai_steps(LANE, sys.executable, 5)}
     worktree = worktree_of(workspace)
     cpu = ["--device", "cpu"]
-    run_step(steps["train_fold_0"], worktree, ["--epochs", "1", "--iterations", "2", *cpu])
+    run_step(steps["smoke_train_fold_0"], worktree)  # seconds; what predict, package and replay accept
     run_step(steps["predict_fold_0"], worktree, cpu)
     fold = json.loads((workspace.task_dir / "folds.json").read_text(encoding="utf-8"))["folds"][0]
     for case_id in fold["val_cases"]:
@@ -101,6 +102,11 @@ def test_monai_lane_trains_on_the_locked_fold_and_predicts_in_the_task_format(
     manifest = json.loads((worktree / "predictions/training_manifest.json").read_text(encoding="utf-8"))
     assert manifest["folds"] == {"0": fold["train_cases"]}
     assert len((worktree / ".amid-local/monai/fold_0/train_log.jsonl").read_text(encoding="utf-8").splitlines()) == 1
+    stray = worktree / "predictions/fold_0/notes.txt"  # what the reviewer would take as a prediction (PRED_SCHEMA)
+    stray.write_text("an earlier run's notes\n", encoding="utf-8")
+    refused = subprocess.run(steps["predict_fold_0"].argv, cwd=worktree, capture_output=True, text=True, timeout=600)
+    assert refused.returncode == 2 and "notes.txt" in refused.stderr
+    stray.unlink()
     run_step(steps["package"], worktree)
     model = worktree / MONAI_MODEL
     assert sorted(p.relative_to(model).as_posix() for p in model.rglob("*")) == [
@@ -139,6 +145,8 @@ def test_without_a_gpu_every_monai_step_runs_on_cpu_at_the_stated_budget() -> No
     jobs = [s for s in steps.values() if s.job]
     assert all(s.gpus == 0 and s.gpu_only is None for s in jobs)
     assert all(s.argv[s.argv.index("--device") + 1] == "cpu" for s in jobs if "--device" in s.argv)
+    torch_steps = [s for s in jobs if "--device" in s.argv]
+    assert len(torch_steps) == 6 and all(s.env == {"OMP_NUM_THREADS": "1"} and s.cpus == 1 for s in torch_steps)
     train = steps["train_fold_0"].argv
     budget = ["--epochs", str(CPU_EPOCHS), "--iterations", str(CPU_ITERATIONS)]
     assert train[-4:] == budget and f"{CPU_EPOCHS} epochs of {CPU_ITERATIONS} batches" in steps["train_fold_0"].note
