@@ -80,7 +80,10 @@ def _check_imports(grader: Path) -> int:
     files, seen = [grader], set()
     with contextlib.redirect_stdout(sys.stderr):
         while files:
-            for name in _imported_names(files.pop()):
+            source = files.pop()
+            # The benchmark's own modules: only what runs on import (MLE-bench's utils import kaggle
+            # and tensorflow inside download and TFRecord functions that no grader calls).
+            for name in _imported_names(source, in_functions=source == grader):
                 if name in seen:
                     continue
                 seen.add(name)
@@ -106,8 +109,9 @@ def _own_code(path: str) -> bool:
     return path.endswith(".py") and not any(path.startswith(p) for p in installed) and "-packages" not in path
 
 
-def _imported_names(source: Path) -> list[str]:
-    """The absolute module names of every import statement of the file (relative ones are its own)."""
+def _imported_names(source: Path, in_functions: bool = True) -> list[str]:
+    """The absolute module names of the file's import statements (relative ones are its own); those
+    inside functions too when `in_functions`."""
     import ast
 
     names: list[str] = []
@@ -115,7 +119,14 @@ def _imported_names(source: Path) -> list[str]:
         tree = ast.parse(source.read_text(encoding="utf-8"), str(source))
     except (OSError, SyntaxError, UnicodeDecodeError):
         return names
-    for node in ast.walk(tree):
+    nodes: list[ast.AST] = list(ast.walk(tree)) if in_functions else []
+    stack: list[ast.AST] = [] if in_functions else list(tree.body)
+    while stack:  # module level: every node outside function bodies (try/if blocks included)
+        node = stack.pop()
+        nodes.append(node)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            stack += list(ast.iter_child_nodes(node))
+    for node in nodes:
         if isinstance(node, ast.Import):
             names += [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:

@@ -164,3 +164,16 @@ def test_ids_that_name_no_file_are_refused_saying_the_layout_is_needed(tmp_path:
         image.rename(image.with_name(f"patient_{image.name}"))
     with pytest.raises(InvalidInput, match=r"has 0 of them among 30 images.*needs its layout in the contract"):
         import_task(folder, data)
+
+
+def test_packages_the_benchmark_imports_only_inside_functions_do_not_refuse_the_grader_python(tmp_path: Path) -> None:
+    """mlebench.utils imports kaggle and tensorflow inside its download and TFRecord functions; the
+    grader environment lacks both and is still accepted (a module-level import would be refused)."""
+    folder, data = make_competition(tmp_path, "histopathologic-cancer-detection")
+    python = grader_python(tmp_path)
+    workspace = init_workspace(import_task(folder, data), tmp_path / "ws", grader_python=python)
+    assert workspace.grader_python() == str(python.absolute())
+    utils = tmp_path / "grader-env" / "site" / "mlebench" / "utils.py"
+    utils.write_text("import kaggle\n" + utils.read_text(encoding="utf-8"), encoding="utf-8")
+    with pytest.raises(InvalidInput, match="kaggle"):
+        init_workspace(import_task(folder, data), tmp_path / "ws2", grader_python=python)
