@@ -16,11 +16,12 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from server.errors import AmidError
+from server.errors import AmidError, JobFailed
 from server.local_client import call as admin_call
 from server.workspace import Workspace
 
 POLL_S = 1.0
+SUPERVISE_LOG = ".amid/supervise.log"
 STAGE_SQL = "SELECT json_extract_string(value, '$') FROM run_state WHERE key = 'stage'"
 ATTEMPTS_SQL = (
     "SELECT attempt_id, agent_id, lane_id, verdict, round(verified_score, 4), coalesce(failed_codes, '') "
@@ -53,7 +54,7 @@ class Progress:
         decided = sum(1 for v in self.verdicts.values() if v)
         return (
             f"stage {self.stage or '-'} · {len(self.verdicts)} attempts, {decided} reviewed · "
-            f"{elapsed_s:.0f} s (the supervisor's log: .amid/supervise.log)"
+            f"{elapsed_s:.0f} s (the supervisor's log: {SUPERVISE_LOG})"
         )
 
 
@@ -64,13 +65,13 @@ def _read(workspace: Workspace) -> tuple[str | None, list[list[Any]]]:
 
 
 def watch(workspace: Workspace, supervisor: subprocess.Popen[bytes], console: Console, timeout_s: float) -> None:
-    """Print the run's progress until the supervisor exits (or `timeout_s` passes: TimeoutExpired)."""
+    """Print the run's progress until the supervisor exits (or `timeout_s` passes: JobFailed)."""
     progress, started = Progress(), time.monotonic()
     with console.status("starting the workers …") as live:
         while supervisor.poll() is None:
             elapsed = time.monotonic() - started
-            if elapsed > timeout_s:
-                raise subprocess.TimeoutExpired(supervisor.args, timeout_s)
+            if elapsed > timeout_s:  # one line from the CLI, not a traceback; the caller stops the processes
+                raise JobFailed(f"the demo's supervisor did not finish within {timeout_s:.0f} s; see {SUPERVISE_LOG}")
             try:
                 stage, attempts = _read(workspace)
             except AmidError:  # a slow answer while the server is busy: the next poll reads again
