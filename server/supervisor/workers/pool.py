@@ -215,6 +215,10 @@ class WorkerPool:
         return Prompt(self.settings.task_prompt or INSTRUCTIONS)
 
     def _launch(self, worker: Worker, prompts: list[Prompt], *, resume: bool, event: str) -> None:
+        if not resume and prompts[:1] != [self._task_prompt()]:
+            # A new session (the CLI stalled or was interrupted before it named one) starts with the task: a
+            # stall or heartbeat prompt alone would leave it a worker that never read what it is for.
+            prompts = [self._task_prompt(), *prompts]
         text = "\n\n".join(p.text for p in prompts)
         command = argv(self.backend, self._values(worker, text), resume=resume)
         command = [command[0], *self._endpoint.args, *command[1:]]
