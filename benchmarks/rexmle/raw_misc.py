@@ -294,7 +294,7 @@ def _ldct_split(folder: Path, json_name: str, suffix: str, count: int, rng: np.r
 def write_ldct_iqa(raw: Path, seed: int) -> None:
     """raw/LDCTIQAG2023_train/{image/NNNN.tif, train.json} and raw/LDCTIQAC_test/{images/NNNN.tiff, test.json}."""
     rng = _rng(seed, "ldct-iqa")
-    _ldct_split(raw / "LDCTIQAG2023_train", "train.json", ".tif", 10, rng)
+    _ldct_split(raw / "LDCTIQAG2023_train", "train.json", ".tif", 15, rng)  # folds of 3: a correlation baseline
     _ldct_split(raw / "LDCTIQAC_test", "test.json", ".tiff", 12, rng)
 
 

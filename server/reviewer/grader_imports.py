@@ -60,7 +60,7 @@ def check_grader_imports(python: Path, grader_file: Path) -> None:
         return
     missing = sorted({str(f["missing"]) for f in failed if f["missing"]})
     broken = [f"{f['module']} ({f['reason']})" for f in failed if not f["missing"]]
-    packages = [PIP_NAMES.get(name, name) for name in missing]
+    packages = sorted(PIP_NAMES.get(name, name) for name in missing)
     parts = [f"missing {', '.join(missing)}"] if missing else []
     parts += [f"failing on import: {'; '.join(broken)[:600]}"] if broken else []
     fix = f"install them: {python} -m pip install {' '.join(packages)}" if packages else "repair those packages"

@@ -5,6 +5,7 @@ graders return NaN), so "the training mean for every case" scores nothing a mode
 against. The defined baseline for such metrics is a predictor that uses the training targets'
 distribution but knows nothing of the case: a seeded draw of them, in random order. Its score is
 the mean over `DRAWS` seeded draws: one draw on a fold of a few cases can correlate by chance.
+A fold of fewer than `MIN_CASES` cases gets none: there, any two values correlate perfectly.
 """
 
 from __future__ import annotations
@@ -18,13 +19,16 @@ from tools.metrics import MetricSummary
 
 PREDICTOR = "permuted_targets"
 DRAWS = 5
+# Two points correlate at ±1 whatever predicts them: below this a fold gets no such baseline (the
+# check is then unverifiable, a warning), rather than one no model could beat.
+MIN_CASES = 3
 Value = TypeVar("Value")
 
 
 def draws(train_values: Sequence[Value], n_cases: int, fold: int) -> list[list[Value]]:
     """`DRAWS` predictions of `n_cases` values each, drawn from the fold's training targets without
     replacement where there are enough of them (seeded by fold and draw: the same every review)."""
-    if not train_values:
+    if not train_values or n_cases < MIN_CASES:
         return []
     out = []
     for draw in range(DRAWS):

@@ -228,7 +228,7 @@ def _record(request: ProfileRequest, r: CaseResult, targets: dict[str, str], box
         dtype=header.dtype if header else None,
         size_bytes=sum(h.size_bytes for h in [*r.headers, r.label_header] if h),
         content_hash=r.content_hash,
-        has_label=case.label_path is not None or case.label_file is not None,
+        has_label=case.label_path is not None or case.label_file is not None or case.case_id in targets,
         foreground_ratio=label.foreground / label.total if label else None,
         n_components=sum(label.component_counts.values()) if label and not label.instance_sizes else None,
         n_instances=len(label.instance_sizes) if label and label.instance_sizes is not None else None,

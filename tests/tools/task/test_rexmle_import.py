@@ -24,7 +24,7 @@ from tools.task.importers import import_task
 EXPECTED = {  # id → (task type, primary metric, training cases)
     "dentex": ("detection", "ap_mean", 7),
     "isles22": ("segmentation", "dice", 7),
-    "ldct-iqa": ("regression", "score", 8),
+    "ldct-iqa": ("regression", "score", 15),
     "neurips-cellseg": ("instance_segmentation", "f1_0.5", 7),
     "panther-task1": ("segmentation", "dsc", 7),  # grader.name 'dice' means the metric key 'dsc'
     "panther-task2": ("segmentation", "dsc", 7),
