@@ -156,6 +156,10 @@ def test_perfect_attempt_is_accepted_with_the_task_graders_valid_verdict(reviewe
     assert verified["verified"] == pytest.approx(reviewed.declared["perfect"])  # the grader's own number
     check = reviewed.check("perfect", "SUBMISSION_INVALID")
     assert check["passed"] and check["evidence"] == {"grader": "valid"}
+    baseline = reviewed.check("perfect", "TRIVIAL_BASELINE")  # scored, even where a constant has no correlation
+    assert baseline["passed"] and baseline["evidence"]["folds"], baseline["message"]
+    if reviewed.challenge_id == "ldct-iqa":  # the training mean's correlation is NaN: permuted targets instead
+        assert baseline["evidence"]["folds"][0]["predictor"] == "permuted_targets"
 
 
 def test_trivial_predictions_are_rejected_for_not_beating_the_trivial_predictor(reviewed: Reviewed) -> None:
