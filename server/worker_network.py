@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import ipaddress
 import json
+import os
 import shutil
 import tempfile
 import threading
@@ -32,6 +33,7 @@ from urllib.parse import urlsplit
 
 from server.errors import InvalidInput
 
+PREFIX = "amid-net-"  # the host's socket folders: PREFIX<supervisor pid>-<random>
 INSIDE = Path("/amid-net")  # where a worker sees its socket folder
 PROXY_PORTS = range(3128, 3228)  # the in-box proxy's port: the first one no loopback target uses
 HEAD_LIMIT = 16384  # bytes of a proxy request's head
@@ -117,6 +119,7 @@ class NetworkBridge:
     """The host side for every worker of a pool: one asyncio loop in a daemon thread."""
 
     def __init__(self) -> None:
+        sweep_stale()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="amid-worker-network", daemon=True)
         self._thread.start()
@@ -124,7 +127,7 @@ class NetworkBridge:
 
     def open(self, allowed: tuple[Target, ...]) -> BoxNetwork:
         """A socket folder serving `allowed` (loopback targets one socket each, the rest through the proxy)."""
-        folder = Path(tempfile.mkdtemp(prefix="amid-net-"))  # short: a socket path has at most 107 bytes
+        folder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))  # short: a socket path has ≤ 107 bytes
         local = list({t.port: t for t in allowed if t.loopback}.values())  # localhost:P and 127.0.0.1:P: one
         ports = {t.port: str(i) for i, t in enumerate(local)}
         remote = [t for t in allowed if not t.loopback]
@@ -163,6 +166,25 @@ class NetworkBridge:
             proxy = _proxy(box.allowed)
             servers.append(await asyncio.start_unix_server(proxy, path=str(box.folder / "proxy"), limit=HEAD_LIMIT))
         return servers
+
+
+def sweep_stale() -> None:
+    """Remove the socket folders of supervisors that were killed (their clean-up never ran): the pid in a
+    folder's name is gone, and so are its workers (they die with their parent)."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{PREFIX}*-*"):
+        pid = folder.name[len(PREFIX) :].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 async def _cancel_connections() -> None:

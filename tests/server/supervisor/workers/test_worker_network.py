@@ -33,7 +33,7 @@ from server.local_client import call as admin_call
 from server.supervisor.workers.endpoint import model_targets
 from server.supervisor.workers.pool import WorkerPool
 from server.supervisor.workers.settings import WorkerSettings
-from server.worker_network import NetworkBridge, Target, allowlist, parse_target
+from server.worker_network import PREFIX, NetworkBridge, Target, allowlist, parse_target, sweep_stale
 from tests.server.conftest import Running
 from tests.server.supervisor.workers.conftest import named, wait_for
 
@@ -412,3 +412,23 @@ def test_a_real_codex_worker_shell_reaches_the_server_and_its_endpoint_and_nothi
     assert (seen["other_port"], seen["outside"], seen["abstract"]) == ("errno 111", "errno 101", "errno 111"), seen
     assert [listener.accepted for listener in hosts["listeners"][:2]] == [0, 0]
     assert named(outcome.events, "exited")[0]["exit_class"] == "clean"
+
+
+def test_socket_folders_of_a_killed_supervisor_are_swept_and_a_live_ones_kept(tmp_path: Path) -> None:
+    gone = subprocess.run(["sh", "-c", "echo $$"], capture_output=True, text=True, check=True).stdout.strip()
+    stale = Path(f"/tmp/{PREFIX}{gone}-test{uuid.uuid4().hex[:6]}")
+    live = Path(f"/tmp/{PREFIX}{os.getpid()}-test{uuid.uuid4().hex[:6]}")
+    for folder in (stale, live):
+        folder.mkdir()
+        (folder / "0").write_text("", encoding="utf-8")
+    try:
+        sweep_stale()
+        assert not stale.exists() and live.is_dir()
+        bridge = NetworkBridge()
+        box = bridge.open((Target("127.0.0.1", 9),))
+        assert box.folder.name.startswith(f"{PREFIX}{os.getpid()}-")
+        bridge.stop()
+        assert not box.folder.exists()
+    finally:
+        for folder in (stale, live):
+            subprocess.run(["rm", "-rf", str(folder)], check=True)
