@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -61,7 +62,22 @@ def dashboard_command(workspace: Path, as_name: str, valid_s: float, port: int |
     if marker:
         _echo_link(str(marker["url"]), call(ws, "dashboard_login", body), served_here=False)
         return
+    _refuse_non_human(ws, as_name)  # before serving: an agent's name would get no link from the server either
     _serve_with_link(ws.root, port, lambda url: _echo_link(url, call(ws, "dashboard_login", body), served_here=True))
+
+
+def _refuse_non_human(ws: Any, name: str) -> None:
+    from server.errors import Forbidden
+    from server.ledger import Ledger
+
+    ledger = Ledger(ws.ledger_path, read_only=True)
+    try:
+        role = ledger.identities.role_of(name)
+    finally:
+        ledger.close()
+    if role not in (None, "human"):
+        raise Forbidden(f"as: got {name!r} with role {role}; expected a human identity (the dashboard is for people: "
+                        "amid token create NAME --role human)", field="as")  # fmt: skip
 
 
 def _echo_link(mcp_url: str, link: dict[str, object], *, served_here: bool) -> None:

@@ -74,11 +74,9 @@ def add_dashboard_route(mcp: MCPServer, services: Services) -> None:
 
     @mcp.custom_route(f"{PATH}/login", methods=["GET"])
     async def login(request: Request) -> Response:
-        redeemed = logins(services).redeem(request.query_params.get("code", ""))
-        if redeemed is None:
+        session = await anyio.to_thread.run_sync(_redeem, services, request.query_params.get("code", ""))
+        if session is None:
             return _refused_page(401, f"This login link was used already, has expired or is unknown: {LOGIN_HELP}.")
-        agent_id, session = redeemed
-        services.ledger.activity.log("dashboard_login", agent_id=agent_id, subject_type="agent", subject_id=agent_id)
         # 303 to the page itself: the code leaves the address bar and the history's last entry
         response = RedirectResponse(PATH, status_code=303, headers=NO_STORE)
         response.set_cookie(COOKIE, session, max_age=SESSION_S, path=PATH, httponly=True, samesite="strict")
@@ -86,15 +84,26 @@ def add_dashboard_route(mcp: MCPServer, services: Services) -> None:
 
     @mcp.custom_route(f"{PATH}/logout", methods=["POST"])
     async def logout(request: Request) -> Response:
-        session = request.cookies.get(COOKIE)
-        agent_id = logins(services).end(session) if session else None
-        if agent_id:
-            services.ledger.activity.log(
-                "dashboard_logout", agent_id=agent_id, subject_type="agent", subject_id=agent_id
-            )
+        await anyio.to_thread.run_sync(_end, services, request.cookies.get(COOKIE))
         response = _refused_page(200, f"Logged out. {LOGIN_HELP[0].upper()}{LOGIN_HELP[1:]} to come back.")
         response.delete_cookie(COOKIE, path=PATH, httponly=True, samesite="strict")
         return response
+
+
+def _redeem(services: Services, code: str) -> str | None:
+    """The new session id for a live code (consumed now), logged as the human's login; None otherwise."""
+    redeemed = logins(services).redeem(code)
+    if redeemed is None:
+        return None
+    agent_id, session = redeemed
+    services.ledger.activity.log("dashboard_login", agent_id=agent_id, subject_type="agent", subject_id=agent_id)
+    return session
+
+
+def _end(services: Services, session: str | None) -> None:
+    agent_id = logins(services).end(session) if session else None
+    if agent_id:
+        services.ledger.activity.log("dashboard_logout", agent_id=agent_id, subject_type="agent", subject_id=agent_id)
 
 
 def _page(services: Services, signed_in_as: str | None) -> str:

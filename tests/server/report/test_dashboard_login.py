@@ -147,6 +147,8 @@ def test_amid_dashboard_serves_an_unserved_workspace_and_its_link_opens_the_page
     root = tmp_path / "run"
     shutil.copytree(demo_copy.parent, root, symlinks=True)  # its own copy: the module's server holds demo_copy
     command = [sys.executable, "-m", "server.cli", "dashboard", "-w", str(root / "workspace"), "--port", "0"]
+    agent = subprocess.run([*command, "--as", "worker-1"], capture_output=True, text=True, timeout=120)
+    assert agent.returncode == 2 and "as: got 'worker-1' with role agent" in agent.stderr  # refused before serving
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         link = _first_link(process)
