@@ -20,12 +20,12 @@ from server.errors import AmidError, JobFailed
 from server.local_client import call as admin_call
 from server.workspace import Workspace
 
-POLL_S = 1.0
+POLL_S = 3.0  # each read after a change copies the ledger (the human read path): rarely, beside the agents
 SUPERVISE_LOG = ".amid/supervise.log"
-STAGE_SQL = "SELECT json_extract_string(value, '$') FROM run_state WHERE key = 'stage'"
-ATTEMPTS_SQL = (
-    "SELECT attempt_id, agent_id, lane_id, verdict, round(verified_score, 4), coalesce(failed_codes, '') "
-    "FROM v_evidence ORDER BY attempt_id"
+PROGRESS_SQL = (  # one read per poll: the stage on every row, and a row per attempt (none yet: one row)
+    "SELECT s.stage, e.* FROM (SELECT json_extract_string(value, '$') AS stage FROM run_state WHERE key = 'stage') s "
+    "LEFT JOIN (SELECT attempt_id, agent_id, lane_id, verdict, round(verified_score, 4), "
+    "coalesce(failed_codes, '') FROM v_evidence) e ON true ORDER BY e.attempt_id"
 )
 
 
@@ -59,9 +59,8 @@ class Progress:
 
 
 def _read(workspace: Workspace) -> tuple[str | None, list[list[Any]]]:
-    stage_rows = admin_call(workspace, "sql", {"query": STAGE_SQL})["rows"]
-    attempts = admin_call(workspace, "sql", {"query": ATTEMPTS_SQL})["rows"]
-    return (stage_rows[0][0] if stage_rows else None), attempts
+    rows = admin_call(workspace, "sql", {"query": PROGRESS_SQL})["rows"]
+    return (rows[0][0] if rows else None), [row[1:] for row in rows if row[1] is not None]
 
 
 def watch(workspace: Workspace, supervisor: subprocess.Popen[bytes], console: Console, timeout_s: float) -> None:
