@@ -82,6 +82,10 @@ async def test_steps_fit_the_devices_the_scheduler_has(machine: tuple[Services, 
     steps = {step["name"]: step for step in claimed["steps"]}
     trainers = [steps["smoke_train_fold_0"], steps["train_fold_0"], steps["predict_test"]]
     assert [step["gpus"] for step in trainers] == [gpus] * 3
+    plan = steps["plan_and_preprocess"]  # nnU-Net's worker pools sized to the cores the step asks for
+    cores = str(plan["cpus"])
+    assert plan["cpus"] <= (os.cpu_count() or 1) and plan["argv"][plan["argv"].index("-npfp") + 1] == cores
+    assert {steps[n]["env"]["nnUNet_def_n_proc"] for n in ("plan_and_preprocess", "smoke_train_fold_0")} == {cores}
     if gpus:
         assert not [step["name"] for step in claimed["steps"] if "cpu" in step["argv"]]
         return

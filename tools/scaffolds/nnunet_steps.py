@@ -68,6 +68,11 @@ def _nnunet(python: str, program: str) -> str:
     return str(Path(python).parent / program)
 
 
+def _env(layout: NnunetLayout, cpus: int) -> dict[str, str]:
+    """nnU-Net's folders, and its worker pools (validation export, fingerprints: 8 by default) sized to the cores."""
+    return {**layout.env(), "nnUNet_def_n_proc": str(cpus)}
+
+
 def _gpus(device: str) -> int:
     return 1 if device == "cuda" else 0
 
@@ -80,7 +85,7 @@ def _prepare(python: str, layout: NnunetLayout, configuration: str, cpus: int, d
     smoke = ["train", "--out", root, "--configuration", configuration, "--fold", "0", "--device", device]
     budget = ["--epochs", str(SMOKE_EPOCHS), "--iterations", str(SMOKE_ITERATIONS), "--disable-tta"]
     # On CPU, augmentation worker processes only compete with the trainer for the same cores.
-    smoke_env = {**layout.env(), **({} if device == "cuda" else {"nnUNet_n_proc_DA": "0"})}
+    smoke_env = {**_env(layout, cpus), **({} if device == "cuda" else {"nnUNet_n_proc_DA": "0"})}
     return [
         ScaffoldStep(
             name="convert",
@@ -90,7 +95,7 @@ def _prepare(python: str, layout: NnunetLayout, configuration: str, cpus: int, d
         ScaffoldStep(
             name="plan_and_preprocess",
             argv=[*plan, "--verify_dataset_integrity"],
-            env=layout.env(),
+            env=_env(layout, cpus),
             cpus=cpus,
             time_limit_s=2 * HOUR,
         ),
@@ -131,7 +136,7 @@ def _fold(
         ScaffoldStep(
             name=f"train_fold_{fold}",
             argv=[*train, *([] if device == "cuda" else ["-device", "cpu"])],
-            env=layout.env(),
+            env=_env(layout, cpus),
             gpus=_gpus(device),
             cpus=cpus,
             time_limit_s=FULL_TRAIN_LIMIT_S[device],
