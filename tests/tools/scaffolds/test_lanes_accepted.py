@@ -5,8 +5,21 @@ lane's replay step as the inference command, request_review.
 
 Lane templates and how they are covered here:
 - nnunet-3d-fullres: the smoke route on CPU (1 epoch of 2 iterations, fold 0).
-- monai-3d-segresnet-swinunetr: the MONAI case (written beside this one).
-On a machine with a GPU the same steps come with gpus=1 and `--device cuda`; nothing else changes.
+- monai-3d-segresnet-swinunetr: the full route on CPU for fold 0 (train_fold_0 at the lane's CPU budget, 4
+  epochs of 4 batches; predict, score, package, predict_test from the package), submitted as budget_class real.
+- nnunet-2d, monai-2d-unet-tiles: the same two scaffolds (nnU-Net's 2d configuration, MONAI's BasicUNet), on
+  CPU too, but not taken here: the demo task is 3-D, so the planner does not offer them; no 2-D task runs here.
+- paired-enhancement-restoration: the MONAI scaffold on enhancement pairs, on CPU too; not offered on the demo
+  (segmentation); its scaffold's train, predict and replay run in test_monai_scaffold.py, without a review.
+- calibration-trivial and every other template (classification-cnn-vit, fm-3d-segmentation-finetune,
+  pathology-encoder-head, radiology-encoder-linear-probe, fm-promptable-2d-finetune,
+  preprocessing-resample-normalise, postprocessing-components, ensemble-folds-models,
+  class-imbalance-sampling-loss, instance-cell-segmentation, detection-2d, detection-3d,
+  quality-score-regression, patch-large-image, graph-edges-from-segmentation): no scaffold steps, the agent
+  writes the code (`amid demo`'s scripted workers take calibration-trivial through the real reviewer).
+None needs a GPU to be followed: a GPU changes budgets, not steps. On a machine with a GPU the same steps come
+with gpus=1 and `--device cuda`, and the full routes train the configured schedules (nnU-Net 1000 epochs, MONAI
+the configuration's epochs), which take days on CPU.
 """
 
 from __future__ import annotations
@@ -32,6 +45,7 @@ from tools.task.importers import import_task
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(5400)]
 
+MONAI_LANE = "monai-3d-segresnet-swinunetr"
 JOB_WAIT_S = 55  # get_job's longest bounded wait
 REVIEW_WAIT_S = 20
 # a CPU review replays every validation case, two perturbed copies and the holdout: minutes on a loaded machine
@@ -83,13 +97,19 @@ async def wait_for_job(client: Client, job_id: str, limit_s: float) -> dict[str,
     raise AssertionError(f"job {job_id} did not end within {limit_s:.0f} s")
 
 
-async def follow_lane(client: Client, served: Served, agent_id: str, lane_id: str, route: str) -> LaneRun:
-    """Claim the lane and run every job step of `route` (and the `always` ones) as returned, in order."""
+async def follow_lane(
+    client: Client, served: Served, agent_id: str, lane_id: str, route: str, *, only_fold: int | None = None
+) -> LaneRun:
+    """Claim the lane and run every job step of `route` (and the `always` ones) as returned, in order;
+    with `only_fold`, the per-fold steps (`*_fold_K`) of that fold alone (a one-fold attempt)."""
     claimed = await call(client, "claim_lane", {"lane_id": lane_id})
     steps = {step["name"]: step for step in claimed["steps"]}
     run = LaneRun(lane_id, ensure_worktree(served.workspace, agent_id), steps, steps["replay"]["argv"])
     for step in claimed["steps"]:
         if not step["job"] or step["route"] not in ("always", route):
+            continue
+        fold = step["name"].rpartition("_fold_")[2]
+        if only_fold is not None and fold.isdigit() and int(fold) != only_fold:
             continue
         assert step["gpu_only"] is None, f"{lane_id} {step['name']} needs a GPU: {step['gpu_only']}"
         started = await call(client, "run_gpu_job", {**step["run_gpu_job"], "lane_id": lane_id})
@@ -163,3 +183,32 @@ def assert_verified(review: dict[str, Any], primary: str) -> None:
     assert fold_0 and fold_0[0]["verified"] is not None, review["metrics"]
     assert fold_0[0]["verified"] == pytest.approx(fold_0[0]["declared"], abs=1e-6)
     assert fold_0[0]["verified"] > 0.0  # a model, not the empty mask
+
+
+async def test_the_monai_lane_followed_on_cpu_is_accepted_with_a_verified_score(served: Served) -> None:
+    agent = "monai-agent"
+    async with connect(served.url, served.tokens[agent]) as client:
+        run = await follow_lane(client, served, agent, MONAI_LANE, route="full", only_fold=0)
+        assert list(run.wall_s) == ["train_fold_0", "predict_fold_0", "score_fold_0", "package", "predict_test"]
+        fold_dir = run.worktree / "predictions/fold_0"
+        assert all(p.name.endswith(".nii.gz") for p in fold_dir.iterdir())  # the fold's cases, nothing else
+        commit = commit_worktree(run.worktree, "MONAI lane, fold 0 at the CPU budget")
+        payload = {
+            "commit": commit,
+            "folds": [0],
+            "lane_id": run.lane_id,
+            "budget_class": "real",
+            "declared_scores": {"0": declared_scores(run.worktree, 0)},
+            "artifacts": {
+                "predictions": {"0": "predictions/fold_0"},
+                "training_manifest": "predictions/training_manifest.json",
+                "checkpoint": ".amid-local/monai_model",
+                "logs": [".amid-local/monai/fold_0/train_log.jsonl"],
+                "submission": "submission",
+            },
+            "inference_command": run.replay,
+        }
+        review, review_s = await submit_and_review(client, payload)
+    print(f"MONAI lane wall times (s): {json.dumps(run.wall_s)}; review {review_s:.1f}")
+    assert review["verdict"] == "accepted", failed(review)
+    assert_verified(review, "dice")
