@@ -4,7 +4,9 @@ labels), in the replay sandbox (server/sandbox.py). The validation replay (PRED_
 the holdout replay (HOLDOUT_GAP) both come through here.
 
 The command is argv (no shell) with placeholders, filled with the paths the replay sees:
-{input_dir} (one file per case and channel, named as in the task: CASE_0000.nii.gz), {output_dir}
+{input_dir} (one file or DICOM series folder per case and channel, named as in the task where that
+name holds the case id: CASE_0000.nii.gz, CASE/; else CASE<ending>, or CASE_0000… per channel, see
+server/reviewer/staging.py), {output_dir}
 (write CASE<file_ending> there), {checkpoint} (the frozen checkpoint under its declared name: a file,
 or the declared folder itself, named as declared), {code_dir} (the checkout, also the working directory),
 {fold} (the fold whose cases are replayed; the first declared fold for the holdout), {case_ids}
@@ -30,7 +32,6 @@ job's state file with a deadline. CPU replays run here, as now.
 from __future__ import annotations
 
 import re
-import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,6 +45,7 @@ from server.reviewer.context import ReviewContext
 from server.reviewer.job import ArtifactRef
 from server.reviewer.outputs import vet_outputs
 from server.reviewer.report import Check, fired, head, ok
+from server.reviewer.staging import StagingError, stage_case
 from server.sandbox import Mounts, SandboxKind, SandboxUnavailable, placeholders, replay_env, resolve_kind, wrap
 
 CODE = "PRED_NOT_REPRODUCED"
@@ -58,7 +60,7 @@ NETWORK = re.compile(
 @dataclass(frozen=True)
 class ReplayCase:
     case_id: str
-    images: tuple[Path, ...]  # host files, copied into {input_dir} under their own names
+    images: tuple[Path, ...]  # host files or series folders, one per channel, copied into {input_dir} (staging.py)
 
 
 @dataclass
@@ -118,11 +120,11 @@ def replay(ctx: ReviewContext, cases: list[ReplayCase], purpose: str, fold: int 
 
 
 def _run(ctx: ReviewContext, cases: list[ReplayCase], purpose: str, fold: int, tree: Path, tmp: Path) -> ReplayRun:
-    mounts = _mounts(ctx, cases, tree, tmp)
     try:
+        mounts = _mounts(ctx, cases, tree, tmp)
         kind = resolve_kind(ctx.job.replay_sandbox)
-    except SandboxUnavailable as exc:
-        return ReplayRun(purpose, [], Outcome(None, False, "", str(exc), 0.0), mounts.outputs, None)
+    except (SandboxUnavailable, StagingError) as exc:
+        return ReplayRun(purpose, [], Outcome(None, False, "", str(exc), 0.0), tmp / "outputs", None)
     values = {**placeholders(kind, mounts, ctx.job.python), "{fold}": str(fold),
               "{case_ids}": ",".join(case.case_id for case in cases)}  # fmt: skip
     argv = fill(ctx.job.inference_command or [], values)
@@ -138,8 +140,7 @@ def _mounts(ctx: ReviewContext, cases: list[ReplayCase], tree: Path, tmp: Path) 
     for folder in (inputs, outputs, home):
         folder.mkdir()
     for case in cases:
-        for image in case.images:
-            shutil.copyfile(image, inputs / image.name)
+        stage_case(case.case_id, case.images, inputs)
     name, files = _checkpoint(ctx)
     return Mounts(tree, inputs, outputs, name, files, hidden=(ctx.workspace.root,))
 

@@ -39,6 +39,7 @@ from server.reviewer.replay import ReplayCase, replay, replay_failed, replay_ver
 from server.reviewer.report import Check, unverifiable
 from server.reviewer.reproduce import IMAGE_TYPES, counted_cases, frozen_files, replay_groups, replay_inputs
 from server.reviewer.scoring import foreground_labels
+from server.reviewer.staging import input_names
 from server.reviewer.task_grader import scores_folds
 
 CODE = "PRED_UNSTABLE"
@@ -90,6 +91,8 @@ def _not_applicable(ctx: ReviewContext) -> str | None:
     if scores_folds(ctx) or file_type not in IMAGE_TYPES or not foreground_labels(ctx.contract):
         return f"not judged for {file_type} predictions yet: only label maps are replayed on perturbed copies"
     images = [ctx.workspace.task_dir / rel for case in ctx.train_cases.values() for rel in case.image_paths]
+    if images and images[0].is_dir():
+        return "not judged: the input images are DICOM series folders, which have no perturbation yet"
     if not images or not all(can_perturb(path) for path in images[:1]):
         return "not judged: the input images are in a format without a perturbation (NIfTI, PNG, TIFF)"
     return None
@@ -99,8 +102,9 @@ def _copy(ctx: ReviewContext, case_id: str, copy: Copy, folder: Path, rng: np.ra
     """The case's input files perturbed under the pseudonym (`CASE_0000.nii.gz` → `NAME_0000.nii.gz`)."""
     name, margin = copy
     files = []
-    for source in replay_inputs(ctx, case_id).images:
-        suffix = source.name[len(case_id) :] if source.name.startswith(case_id) else f"_{source.name}"
+    sources = replay_inputs(ctx, case_id).images
+    for source, staged in zip(sources, input_names(case_id, sources), strict=True):  # as the replay names it
+        suffix = staged[len(case_id) :] if staged.startswith(case_id) else f"_{staged}"
         target = folder / f"{name}{suffix}"
         perturb_file(source, target, rng, margin)
         files.append(target)
