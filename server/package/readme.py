@@ -11,7 +11,8 @@ PLACEHOLDERS = {
     "{python}": "the Python interpreter to run it with (the package's environment lists the versions)",
     "{code_dir}": "the code folder: `code/` of this package (also the working directory)",
     "{checkpoint}": "the model: `weights/{name}` of this package",
-    "{input_dir}": "a folder of input images, one file per case and channel, named as in the task (CASE_0000.nii.gz)",
+    "{input_dir}": "a folder of input images, one file (or DICOM series folder) per case and channel, named as in "
+    "the task where that name holds the case id (CASE_0000.nii.gz, CASE/), else CASE<ending> (CASE_0000… per channel)",
     "{output_dir}": "an empty folder the command writes one prediction per case into (CASE + the task's file ending)",
     "{fold}": "the validation fold whose model to use (the attempt's first fold for new data)",
     "{case_ids}": "the case ids in {input_dir}, comma-separated",
