@@ -26,6 +26,7 @@ from tests.clients import local_client, ok
 from tools.jobs import RunJobInput
 from tools.lane_plan import ensure_portfolio
 from tools.scaffolds import pinning
+from tools.scaffolds.nnunet_steps import SMOKE_EPOCHS, SMOKE_ITERATIONS
 from tools.scaffolds.pinning import PIN_CODE, PIN_FLAG, check_pin, scaffold_digest
 
 NNUNET = "nnunet-3d-fullres"
@@ -89,8 +90,8 @@ async def test_steps_fit_the_devices_the_scheduler_has(machine: tuple[Services, 
     if gpus:
         assert not [step["name"] for step in claimed["steps"] if "cpu" in step["argv"]]
         return
-    assert steps["smoke_train_fold_0"]["argv"][-7:] == ["--device", "cpu", "--epochs", "1", "--iterations", "2",
-                                                        "--disable-tta"]  # fmt: skip
+    budget = ["--epochs", str(SMOKE_EPOCHS), "--iterations", str(SMOKE_ITERATIONS), "--disable-tta"]
+    assert steps["smoke_train_fold_0"]["argv"][-7:] == ["--device", "cpu", *budget]
     assert steps["train_fold_0"]["argv"][-2:] == ["-device", "cpu"] and "days" in steps["train_fold_0"]["note"]
     assert steps["predict_test"]["argv"][-2:] == ["--device", "cpu"]
     assert not [step["name"] for step in claimed["steps"] if step["gpus"]]  # nothing a CPU machine refuses

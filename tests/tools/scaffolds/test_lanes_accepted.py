@@ -4,7 +4,7 @@ own steps through run_gpu_job exactly as returned (argv, env, resources), a comm
 lane's replay step as the inference command, request_review.
 
 Lane templates and how they are covered here:
-- nnunet-3d-fullres: the smoke route on CPU (1 epoch of 2 iterations, fold 0).
+- nnunet-3d-fullres: the smoke route on CPU (1 epoch of 16 iterations, fold 0).
 - monai-3d-segresnet-swinunetr: the full route on CPU for fold 0 (train_fold_0 at the lane's CPU budget, 4
   epochs of 4 batches; predict, score, package, predict_test from the package), submitted as budget_class real.
 - nnunet-2d, monai-2d-unet-tiles: the same two scaffolds (nnU-Net's 2d configuration, MONAI's BasicUNet), on
