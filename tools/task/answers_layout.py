@@ -22,7 +22,7 @@ from typing import Any
 
 from server.errors import InvalidInput
 from tools.task.cases import template_ids
-from tools.task.image_folders import IMAGE_ENDINGS, split_image_template
+from tools.task.image_folders import IMAGE_ENDINGS, split_images
 
 FILE_ENDINGS = (*IMAGE_ENDINGS, ".json", ".geojson", ".yaml", ".yml", ".txt", ".csv", ".npy", ".npz")
 
@@ -263,9 +263,9 @@ def _images(
         channels = [c.removesuffix("_path").removesuffix("_file") or c for c, _ in inputs]
         return ([f"{public}/{train_side(t)}" for _, t in inputs], [f"{public}/{t}" for _, t in inputs], channels)
     skip = str(PurePosixPath(label).parent) if label else None
-    train = split_image_template(task_dir, public, "train", train_ids, skip)
-    test = split_image_template(task_dir, public, "test", test_ids, None, required=False)
-    return [train], [test] if test else [], ["image"]
+    train, channels = split_images(task_dir, public, "train", train_ids, skip)
+    test, _ = split_images(task_dir, public, "test", test_ids, None, required=False)
+    return train, test, channels
 
 
 def _table_constants(table: Path, columns: list[dict[str, Any]], values: list[str]) -> list[dict[str, Any]]:

@@ -5,7 +5,9 @@ Benchmarks name their image folders freely (`train/`, `train/images/`, `train_im
 ending, is the case id the grader's answers use. So a split's image folder is the folder under
 public/ whose image files have every id of that split as a stem. When several do (the same images
 as DICOM and as JPEG), one named `images/` wins, then the shallowest, then by name; a folder of labels never
-counts. When none does, the error says which ids were looked for and what the closest folders hold.
+counts. Failing that, a split's cases may be folders named by their ids (DICOM series, one per case
+or one per sequence). When nothing fits, the error says which ids were looked for and what the
+closest folders hold.
 """
 
 from __future__ import annotations
@@ -63,6 +65,48 @@ def split_image_template(
     if not required and not any(wanted & s.keys() for s in folders.values()):
         return ""
     raise InvalidInput(_nothing_fits(root, split, case_ids, folders), field="layout")
+
+
+def split_images(
+    task_dir: Path, public: str, split: str, case_ids: list[str], skip: str | None, required: bool = True
+) -> tuple[list[str], list[str]]:
+    """The split's image templates and channel names: one file per case, or else (as the RSNA
+    competitions ship DICOM) one folder per case named by its id, holding the series itself
+    (`train/{case}`) or one series folder per sequence that every case has (`train/{case}/FLAIR`)."""
+    try:
+        template = split_image_template(task_dir, public, split, case_ids, skip, required)
+    except InvalidInput:
+        series = _series_templates(task_dir, public, case_ids)
+        if series is None:
+            raise
+        return series
+    if template:
+        return [template], ["image"]
+    return _series_templates(task_dir, public, case_ids) or ([], ["image"])
+
+
+def _series_templates(task_dir: Path, public: str, case_ids: list[str]) -> tuple[list[str], list[str]] | None:
+    wanted = set(case_ids)
+    for folder in sorted(p for p in [task_dir / public, *(task_dir / public).rglob("*")] if p.is_dir()):
+        if not wanted or not wanted <= {c.name for c in folder.iterdir() if c.is_dir()}:
+            continue
+        rel = folder.relative_to(task_dir).as_posix()
+        cases = [folder / c for c in sorted(wanted)]
+        if all(any(f.is_file() for f in c.iterdir()) for c in cases):
+            return [f"{rel}/{{case}}"], ["image"]
+        sequences = {c.name: {s.name for s in c.iterdir() if s.is_dir()} for c in cases}
+        common = set.union(*sequences.values())
+        odd = next((case for case, names in sequences.items() if names != common), None)
+        if odd is not None:  # a channel missing from some cases is refused, never dropped for all
+            raise InvalidInput(
+                f"{rel}/{odd}/: its series folders {sorted(sequences[odd])} lack "
+                f"{sorted(common - sequences[odd])}, which other cases have; each case needs the same sequences "
+                "(channels)",
+                field="layout",
+            )
+        if common:
+            return [f"{rel}/{{case}}/{s}" for s in sorted(common)], sorted(common)
+    return None
 
 
 def _may_hold_images(folder: Path, task_dir: Path, skip: str | None) -> bool:

@@ -17,6 +17,7 @@ from typing import Any
 
 from server.errors import InvalidInput
 from tools.task.answers_layout import InferredLayout, ending_of, infer, read_rows
+from tools.task.cases import template_folder
 from tools.task.contract import TaskContract, parse_contract
 from tools.task.importers import ImportedTask, _description, _directions, _read_yaml, _require
 
@@ -181,8 +182,8 @@ def _grader_entry(
 
 def _layout_entry(layout: InferredLayout, sample_rel: str) -> dict[str, Any]:
     return {
-        "train_images": str(PurePosixPath(layout.train_images[0]).parent),
-        "test_images": str(PurePosixPath(layout.test_images[0]).parent) if layout.test_images else None,
+        "train_images": str(template_folder(layout.train_images[0])),  # train/ for train/{case}/FLAIR too
+        "test_images": str(template_folder(layout.test_images[0])) if layout.test_images else None,
         "labels_table": layout.labels_table,
         "file_ending": ending_of(layout.train_images[0].replace("{case}", "x")),
         "channels": layout.channels,

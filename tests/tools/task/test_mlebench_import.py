@@ -82,8 +82,8 @@ def test_competition_imports_unchanged_with_its_metric_direction_and_image_folde
     assert (contract.primary_metric, contract.metrics[0].direction) == (grader_name, "higher_better")
     assert contract.layout.labels_table == labels_table
     assert contract.layout.case_files is not None
-    assert contract.layout.case_files.train_images == [train_images]
-    assert contract.layout.case_files.test_images == [train_images.replace("train", "test")]
+    assert contract.layout.case_files.train_images == train_images
+    assert contract.layout.case_files.test_images == [t.replace("train", "test") for t in train_images]
 
 
 @pytest.mark.parametrize("competition_id", IDS)
@@ -177,3 +177,15 @@ def test_packages_the_benchmark_imports_only_inside_functions_do_not_refuse_the_
     utils.write_text("import kaggle\n" + utils.read_text(encoding="utf-8"), encoding="utf-8")
     with pytest.raises(InvalidInput, match="kaggle"):
         init_workspace(import_task(folder, data), tmp_path / "ws2", grader_python=python)
+
+
+def test_a_dicom_series_case_missing_one_sequence_is_refused_not_dropped_for_all(tmp_path: Path) -> None:
+    """RSNA-MICCAI cases are folders of four series; a case without T2w names itself and the sequences."""
+    folder, data = make_competition(tmp_path, "rsna-miccai-brain-tumor-radiogenomic-classification")
+    train = data / "rsna-miccai-brain-tumor-radiogenomic-classification" / "prepared" / "public" / "train"
+    case = sorted(train.iterdir())[3]
+    shutil.rmtree(case / "T2w")
+    with pytest.raises(
+        InvalidInput, match=rf"public/train/{case.name}/: its series folders \['FLAIR', 'T1w', 'T1wCE'\] lack \['T2w'\]"
+    ):
+        import_task(folder, data)
