@@ -33,8 +33,8 @@ BACKENDS = sorted(CLIS)
 HEARTBEAT = "HEARTBEAT sent while no supervisor ran: post a note on what you learned."
 # Above each CLI's silence from its start to its first event on a loaded machine (the watchdog's clock starts
 # with the process; at load 17 on 2 cores Claude Code printed after 13 s, OpenCode, which prints nothing until
-# its first model step, after more than 22 s).
-STALL_S = {"claude-code": "20", "codex": "20", "opencode": "45"}
+# its first model step, after 43 s even unsandboxed at load 19).
+STALL_S = {"claude-code": "20", "codex": "20", "opencode": "90"}
 AUTH_ERRORS = {"claude-code": "Invalid API key", "codex": "401 Unauthorized", "opencode": "Incorrect API key"}
 
 
