@@ -43,7 +43,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._common import write_result
-from benchmarks.mlebench import attempts, raw_classification
+from benchmarks.mlebench import attempts, raw_classification, raw_series
 from benchmarks.mlebench.coverage import COVERED, NOT_COVERED, STANDIN_BOARDS
 from server.connect import ensure_worktree
 from server.demo import start_server, stop_server
@@ -52,7 +52,7 @@ from server.mcp_client import call, connect
 from server.workspace import Workspace
 
 HERE = Path(__file__).resolve().parent
-WRITERS = {**raw_classification.WRITERS}
+WRITERS = {**raw_classification.WRITERS, **raw_series.WRITERS}
 KINDS = ("perfect", "broken", "missing", "trivial")
 
 

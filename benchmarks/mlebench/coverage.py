@@ -6,7 +6,8 @@ images (hms-harmful-brain-activity-classification is EEG, not imaging, and is le
 
 from __future__ import annotations
 
-# One row per image, the id the image's file stem, class columns: imported as classification tasks.
+# One answers row per case, class columns; the case an image named by its id, or (RSNA-MICCAI) a folder
+# of four DICOM series named by its id.
 COVERED = (
     "aptos2019-blindness-detection",
     "histopathologic-cancer-detection",
@@ -17,8 +18,6 @@ NOT_COVERED = {
     "siim-isic-melanoma-classification": "prepare.py reads the test split's ids from TFRecord files with tensorflow "
     "(get_ids_from_tf_records); tensorflow is not installed in the grader environment, and synthetic TFRecords "
     "need it too. Its prepared layout (train/*.dcm beside jpeg/train/*.jpg) is a CI fixture",
-    "rsna-miccai-brain-tumor-radiogenomic-classification": "each case is a folder of four DICOM series "
-    "(train/<BraTS21ID>/{FLAIR,T1w,T1wCE,T2w}/Image-N.dcm); AMID's case layouts have no DICOM-series case yet",
     "rsna-breast-cancer-detection": "the answers' id (prediction_id = <patient_id>_<laterality>) names no file: "
     "a case is several DICOM images of a patient and side; no layout maps an answer row to its images",
     "osic-pulmonary-fibrosis-progression": "the answers' id is <Patient>_<Weeks>: many rows per patient's CT series, "
@@ -40,4 +39,5 @@ STANDIN_BOARDS = {
     "aptos2019-blindness-detection": (0.93, 0.0),  # quadratic weighted kappa: higher is better
     "histopathologic-cancer-detection": (0.99, 0.5),  # AUC: higher is better
     "ranzcr-clip-catheter-line-classification": (0.97, 0.5),  # mean AUC: higher is better
+    "rsna-miccai-brain-tumor-radiogenomic-classification": (0.62, 0.5),  # AUC: higher is better
 }
