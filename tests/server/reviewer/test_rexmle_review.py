@@ -165,10 +165,15 @@ def test_perfect_attempt_is_accepted_with_the_task_graders_valid_verdict(reviewe
 def test_trivial_predictions_are_rejected_for_not_beating_the_trivial_predictor(reviewed: Reviewed) -> None:
     review = reviewed.reviews["trivial"]
     assert review["verdict"] == "rejected", review["failed_checks"]
-    assert set(errors(review)) == {"TRIVIAL_BASELINE", "SUBMISSION_INVALID"}, review["failed_checks"]
+    # ldct's constant scores NaN, as scipy's correlation of a constant: no declared number can match it.
+    nan = {"METRIC_MISMATCH"} if reviewed.challenge_id == "ldct-iqa" else set()
+    assert set(errors(review)) == {"TRIVIAL_BASELINE", "SUBMISSION_INVALID", *nan}, review["failed_checks"]
     loss = errors(review)["TRIVIAL_BASELINE"]["evidence"]["folds"][0]
     assert (loss["fold"], loss["metric"]) == (reviewed.folds["trivial"], reviewed.primary)
-    assert loss["verified"] == pytest.approx(reviewed.declared["trivial"]) and loss["verified"] <= loss["baseline"]
+    if nan:  # caught by the seeded permutations of the training targets, whose correlation is defined
+        assert loss["verified"] is None and loss["predictor"] == "permuted_targets" and loss["baseline"] < 3.0
+    else:
+        assert loss["verified"] == pytest.approx(reviewed.declared["trivial"]) and loss["verified"] <= loss["baseline"]
 
 
 def test_broken_test_submission_is_invalid_by_the_task_graders_word(reviewed: Reviewed) -> None:
