@@ -1,8 +1,10 @@
 """What an agent's jobs run with, said to the agent in `get_task`.
 
-The local job backend starts each `run_gpu_job` command in the agent's worktree with the server's
-own environment (its PATH, no shell), the job's `env` on top, AMID_JOB_ID / AMID_JOB_DIR, and
-CUDA_VISIBLE_DEVICES pinned by GPU UUID when it asked for GPUs. So a bare `python3` is whatever the
+The local job backend starts each `run_gpu_job` command in the agent's worktree, inside its agent's
+boundary (job_sandbox=bwrap, server/jobs/boxing.py): a clean environment whose PATH starts with the
+job interpreter's bin folder, the job's `env` on top, AMID_JOB_ID / AMID_JOB_DIR, HOME and TMPDIR in
+its own scratch folder, CUDA_VISIBLE_DEVICES pinned by GPU UUID when it asked for GPUs, no network.
+Unboxed (job_sandbox=none) it gets the server's own environment, so a bare `python3` is whatever the
 server's PATH finds first, which need not be the interpreter AMID runs in (the one with nibabel,
 numpy and, where installed, torch); the exact path of that one is what a command should start.
 """
@@ -33,14 +35,27 @@ class JobEnvironment(BaseModel):
     backend: str = Field(description="the job backend: local, ray or slurm (ray/slurm: the cluster's environment)")
 
 
+BOXED_ENV = (
+    "a clean environment in your agent's sandbox (PATH with this interpreter's folder first; no shell), your "
+    "run_gpu_job `env` on top, AMID_JOB_ID and AMID_JOB_DIR, HOME and TMPDIR in the job's own scratch folder, "
+    "CUDA_VISIBLE_DEVICES pinned by GPU UUID when gpus > 0; cwd: your worktree (read-write: write outputs there); "
+    "readable besides: the task view and the shared memory; no private/, no other worktree; network: "
+)
+
+
 @functools.cache
-def job_environment(backend: str) -> JobEnvironment:
-    """Computed once per server: the interpreter, the PATH jobs inherit (the server's own, as the job
-    runner passes it) and the packages do not change while it runs."""
-    return describe(backend, sys.executable, os.environ.get("PATH", os.defpath))
+def job_environment(backend: str, job_sandbox: str = "none", job_network: str = "none") -> JobEnvironment:
+    """Computed once per server: the interpreter, the PATH jobs get (the box's, or the server's own as
+    the job runner passes it unboxed) and the packages do not change while it runs."""
+    if job_sandbox == "none":
+        return describe(backend, sys.executable, os.environ.get("PATH", os.defpath))
+    from server.sandbox import job_path
+
+    network = "the host's" if job_network == "host" else "none"
+    return describe(backend, sys.executable, job_path(), env=BOXED_ENV + network)
 
 
-def describe(backend: str, python: str, search_path: str) -> JobEnvironment:
+def describe(backend: str, python: str, search_path: str, env: str = ENV) -> JobEnvironment:
     found = {}
     for name in PACKAGES:
         try:
@@ -48,7 +63,7 @@ def describe(backend: str, python: str, search_path: str) -> JobEnvironment:
         except metadata.PackageNotFoundError:
             continue
     bare = shutil.which("python3", path=search_path)
-    return JobEnvironment(python=python, packages=found, bare_python3=bare, env=ENV, backend=backend)
+    return JobEnvironment(python=python, packages=found, bare_python3=bare, env=env, backend=backend)
 
 
 def job_rule(jobs: JobEnvironment) -> str:

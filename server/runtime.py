@@ -34,20 +34,24 @@ def check_backend(settings: Settings) -> None:
 
 
 def _backend(services: Services) -> tuple[Any, Any]:
+    from server.jobs.boxing import JobBoxing
+
     settings = services.settings
     check_backend(settings)
+    boxing = JobBoxing(services.workspace, settings.job_sandbox, settings.job_network)
     if settings.job_backend == "local":
         from server.jobs.gpu import NvmlInventory
         from server.jobs.local import LocalBackend
 
-        return LocalBackend(python=sys.executable, base_env=dict(os.environ)), NvmlInventory()
+        return LocalBackend(python=sys.executable, base_env=dict(os.environ), boxing=boxing), NvmlInventory()
     if settings.job_backend == "ray":
         from server.jobs.ray_backend import RayBackend
 
-        return RayBackend(str(settings.ray_address), auth_token=os.environ.get("RAY_AUTH_TOKEN")), None
+        token = os.environ.get("RAY_AUTH_TOKEN")
+        return RayBackend(str(settings.ray_address), auth_token=token, boxing=boxing), None
     from server.jobs.slurm import SlurmBackend
 
-    return SlurmBackend(), None
+    return SlurmBackend(boxing=boxing), None
 
 
 def _build_scheduler(services: Services) -> Any:

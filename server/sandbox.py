@@ -67,6 +67,7 @@ class Setting:
 
 REPLAY = Setting()
 WORKER = Setting("sandbox", "--sandbox")
+JOB = Setting("job_sandbox", "--job-sandbox")
 
 
 @dataclass(frozen=True)
@@ -247,15 +248,26 @@ class WorkerView:
 
 def wrap_worker(argv: list[str], view: WorkerView) -> list[str]:
     """argv of a managed worker's CLI inside bubblewrap (call `resolve_kind` first)."""
-    binds = [*_environment(), *_system(), *_network(), *_readable(view.readable)]
-    for path in (view.home, view.worktree):
-        binds += ["--bind", os.path.realpath(path), os.path.realpath(path)]
+    binds = [*_environment(), *_system(), *_network(), *_own_view(view.readable, (view.home, view.worktree))]
     binds = [*_links(view.links, binds), *binds]
-    covered = [arg for path in view.hidden for dest in _seen_at(path, binds) for arg in ("--tmpfs", dest)]
+    covered = _covered(view.hidden, binds)
     # No --new-session: the supervisor signals the worker's process group, which must include the CLI.
     isolation = ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--unshare-all"]
     command = [str(shutil.which("bwrap")), *isolation, "--die-with-parent", *binds, *covered, *_bridge(view.network)]
     return [*command, "--chdir", os.path.realpath(view.worktree), "--", *_through_bridge(argv, view.network)]
+
+
+def _own_view(readable: tuple[Path, ...], writable: tuple[Path, ...]) -> list[str]:
+    """The agent's own view, each at its host path: `readable` read-only, `writable` read-write."""
+    binds = _readable(readable)
+    for path in writable:
+        binds += ["--bind", os.path.realpath(path), os.path.realpath(path)]
+    return binds
+
+
+def _covered(hidden: tuple[Path, ...], binds: list[str]) -> list[str]:
+    """An empty tmpfs over every place where a bind would show a hidden folder."""
+    return [arg for path in hidden for dest in _seen_at(path, binds) for arg in ("--tmpfs", dest)]
 
 
 def _bridge(network: BoxNetwork | None) -> list[str]:
@@ -303,3 +315,54 @@ def _readable(paths: tuple[Path, ...]) -> list[str]:
     real = {os.path.realpath(p) for p in paths if p.exists()}
     outer = sorted(p for p in real if not any(_inside(p, other) for other in real))
     return [arg for path in outer for arg in ("--ro-bind", path, path)]
+
+
+# --- jobs (run_gpu_job) ---
+
+JobNetwork = Literal["none", "host"]
+
+
+@dataclass(frozen=True)
+class JobBox:
+    """What one job sees: the same boundary as its agent's worker view. Its worktree (the agent's own
+    git repository) and its scratch folder (HOME, TMPDIR) read-write; the public task view, the shared
+    memory and the interpreter read-only; the NVIDIA device nodes when it was given GPUs; `hidden`
+    folders (private/, .amid/, other worktrees, the run's repository and commit store, the server's
+    files) covered wherever a bind would show them. No network (own namespace) unless `network` is
+    `host`, set explicitly by the `job_network` setting."""
+
+    worktree: Path
+    scratch: Path
+    cwd: Path
+    readable: tuple[Path, ...] = ()
+    hidden: tuple[Path, ...] = ()
+    gpu: bool = False
+    network: JobNetwork = "none"
+
+
+def wrap_job(argv: list[str], box: JobBox) -> list[str]:
+    """argv of a job's command inside bubblewrap (call `resolve_kind(..., JOB)` first). No
+    --new-session: the job runner stops the job's process group, which must include the command."""
+    share = box.network == "host"
+    binds = [*_environment(), *_system(), *(_network() if share else []), *_gpu(box.gpu)]
+    binds += _own_view(box.readable, (box.scratch, box.worktree))
+    isolation = ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--unshare-all"]
+    isolation += [*(["--share-net"] if share else []), "--die-with-parent"]
+    command = [str(shutil.which("bwrap")), *isolation, *binds, *_covered(box.hidden, binds)]
+    return [*command, "--chdir", os.path.realpath(box.cwd), "--", *argv]
+
+
+def job_env(scratch: Path) -> dict[str, str]:
+    """The environment a boxed job starts from: the passed variables only (no AMID_* settings, no
+    tokens, no server secrets), its scratch folder as HOME and TMPDIR."""
+    env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
+    env["PATH"] = job_path()
+    home = os.path.realpath(scratch)
+    env.update(HOME=home, TMPDIR=home, MPLCONFIGDIR=home, PYTHONNOUSERSITE="1")
+    return env
+
+
+def job_path() -> str:
+    """A boxed job's PATH: the job interpreter's own bin folder first (a bare `python` is AMID's,
+    with its packages: a shim or other interpreter on the server's PATH may not be in the box)."""
+    return os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")])

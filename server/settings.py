@@ -47,6 +47,14 @@ class Settings(BaseModel):
     )
     job_backend: str = Field(default="local", description="job backend: local, ray or slurm")
     ray_address: str | None = Field(default=None, description="Ray cluster address for job_backend=ray")
+    job_sandbox: Literal["bwrap", "none", "auto"] = Field(
+        default="bwrap",
+        description="run_gpu_job isolation: bwrap (required: each job in its agent's boundary, no bubblewrap, no "
+        "job), none (unconfined, said in the job's record: sandbox=none); auto is an old name of bwrap",
+    )
+    job_network: Literal["none", "host"] = Field(
+        default="none", description="a sandboxed job's network: none (its own empty namespace) or host (the host's)"
+    )
     max_concurrent_jobs: int = Field(default=4, ge=1, description="jobs the local backend runs at once")
     queue_when_no_gpu: bool = Field(
         default=False, description="queue GPU jobs when no GPU fits instead of failing at once"

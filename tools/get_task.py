@@ -78,7 +78,7 @@ def run(ctx: ToolContext, request: GetTaskInput) -> GetTaskResult:
     contract, folds, state = ctx.contract, ctx.folds, ctx.ledger.activity
     worktree = ctx.workspace.worktrees_dir / ctx.caller.agent_id
     role = ctx.ledger.roles.current(ctx.caller.agent_id)
-    jobs = job_environment(ctx.settings.job_backend)
+    jobs = job_environment(ctx.settings.job_backend, ctx.settings.job_sandbox, ctx.settings.job_network)
     return GetTaskResult(
         task_id=contract.id,
         title=contract.title,

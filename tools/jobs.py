@@ -62,6 +62,7 @@ class JobView(ToolResult):
     wall_s: float | None
     peak_gpu_mem_mb: int | None
     reason: str | None
+    sandbox: str = "none"  # bwrap: the job ran in its agent's boundary; none: unconfined (job_sandbox=none)
     stdout_tail: str = ""
     stderr_tail: str = ""
     log_dir: str
@@ -78,6 +79,7 @@ def _view(ctx: ToolContext, state: Any, tail_bytes: int = 0) -> JobView:
         wall_s=state.wall_s,
         peak_gpu_mem_mb=state.peak_gpu_mem_mb,
         reason=state.reason,
+        sandbox=state.sandbox or "none",
         stdout_tail=tail.stdout if tail else "",
         stderr_tail=tail.stderr if tail else "",
         log_dir=f"jobs/{state.job_id}",

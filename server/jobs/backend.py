@@ -24,6 +24,7 @@ class JobHandle:
     spec: JobSpec
     gpu_uuids: tuple[str, ...] = ()
     backend_job_id: str | None = None
+    agent_id: str = ""  # whose job: its box shows that agent's worktree only
 
 
 @dataclass(frozen=True)
@@ -69,3 +70,6 @@ class Backend(Protocol):
         ...
 
     def close(self) -> None: ...
+
+    # Optional: `admit(spec) -> str`, the sandbox the job will run in (bwrap, or none by explicit
+    # setting), raising SandboxUnavailable (naming the fix) where the required one cannot run.

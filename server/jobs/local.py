@@ -15,9 +15,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
+from server import sandbox
 from server.errors import JobFailed
 from server.jobs import files
 from server.jobs.backend import JobHandle, Observation
+from server.jobs.boxing import JobBoxing, admit, boxed
 from server.jobs.procs import ProcessIdentity, identify, is_alive, terminate_group
 from server.jobs.spec import TERMINAL, BackendName, JobStatus
 
@@ -38,11 +40,15 @@ class LocalBackend:
         kill_grace_s: float = 10.0,
         sample_interval_s: float = 0.5,
         start_grace_s: float = 15.0,
+        boxing: JobBoxing | None = None,
     ) -> None:
-        """`python` runs the wrapper; `base_env` is the environment jobs inherit (spec.env on top).
+        """`python` runs the wrapper; `base_env` is the environment unboxed jobs inherit (spec.env on
+        top; a boxed job starts from sandbox.job_env instead, without the server's variables).
 
         A launched wrapper that has not recorded itself after `start_grace_s` is presumed dead.
+        `boxing`: the job sandbox policy (None: jobs run unconfined, as in the job runner's own tests).
         """
+        self._boxing = boxing
         self._python = python
         self._base_env = dict(base_env)
         self._kill_grace_s = kill_grace_s
@@ -58,6 +64,7 @@ class LocalBackend:
             "kill_grace_s": self._kill_grace_s,
             "sample_interval_s": self._sample_interval_s,
             "launched_at": launched_at,
+            **self._box_launch(handle),
         }
         files.write_json_atomic(handle.job_dir / files.LAUNCH, launch)
         try:
@@ -69,6 +76,19 @@ class LocalBackend:
             record = {**identity.to_json(), "host": self._host}
             files.write_json_atomic(handle.job_dir / files.WRAPPER, record)
         return Observation("running", f"{self._host}:{pid}", started_at=launched_at)
+
+    def admit(self, spec: object) -> str:
+        return admit(self._boxing)
+
+    def _box_launch(self, handle: JobHandle) -> dict[str, object]:
+        """What the wrapper starts instead of the bare command: the boxed argv and its clean env."""
+        try:
+            command, box = boxed(self._boxing, handle)
+        except sandbox.SandboxUnavailable as exc:
+            raise JobFailed(str(exc)) from exc
+        if box is None:
+            return {"sandbox": "none"}
+        return {"sandbox": "bwrap", "command": command, "env": sandbox.job_env(box.scratch)}
 
     def _spawn(self, job_dir: Path) -> int:
         log_flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND

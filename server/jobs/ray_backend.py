@@ -19,6 +19,7 @@ from typing import Any
 from server.errors import JobFailed
 from server.jobs import files
 from server.jobs.backend import JobHandle, Observation
+from server.jobs.boxing import JobBoxing, admit, boxed
 from server.jobs.spec import BackendName, JobStatus
 
 log = logging.getLogger(__name__)
@@ -36,8 +37,11 @@ class RayBackend:
     name: BackendName = "ray"
     enforces_time_limit = False
 
-    def __init__(self, address: str, *, auth_token: str | None = None) -> None:
-        """`address`: the dashboard URL (http://host:8265); `auth_token` when the cluster uses tokens."""
+    def __init__(self, address: str, *, auth_token: str | None = None, boxing: JobBoxing | None = None) -> None:
+        """`address`: the dashboard URL (http://host:8265); `auth_token` when the cluster uses tokens.
+        `boxing`: each entrypoint runs its command in bubblewrap on the node, at the server's bwrap
+        path (the node must have it there and share the workspace's filesystem); None: unconfined."""
+        self._boxing = boxing
         from ray.job_submission import JobSubmissionClient
 
         headers = {"Authorization": f"Bearer {auth_token}"} if auth_token else None
@@ -50,9 +54,10 @@ class RayBackend:
     def start(self, handle: JobHandle) -> Observation:
         spec = handle.spec
         env = {**spec.env, "AMID_JOB_ID": handle.job_id}
+        command, _ = boxed(self._boxing, handle)
         try:
             self._client.submit_job(
-                entrypoint=f"cd {shlex.quote(spec.cwd)} && exec {shlex.join(spec.command)}",
+                entrypoint=f"cd {shlex.quote(spec.cwd)} && exec {shlex.join(command)}",
                 submission_id=handle.job_id,
                 entrypoint_num_gpus=spec.gpus,
                 entrypoint_num_cpus=spec.cpus,
@@ -62,6 +67,9 @@ class RayBackend:
         except RuntimeError as exc:
             raise JobFailed(f"Ray refused job {handle.job_id}: {exc}") from exc
         return Observation("queued", handle.job_id, reason="submitted to Ray; waiting for resources")
+
+    def admit(self, spec: object) -> str:
+        return admit(self._boxing)
 
     def poll(self, handle: JobHandle) -> Observation:
         details = self._details(handle.job_id)

@@ -81,10 +81,11 @@ class JobScheduler:
         if not Path(spec.cwd).is_dir():
             raise invalid("cwd", spec.cwd, "an existing directory")
         refusal = self._refusal(spec)
+        box = self._admit(spec)  # before any record: a job that cannot be boxed is refused, not queued
         with self._lock:
             known = None if key is None else self._by_key.get((agent_id, key))
             if known is None:
-                state, created = self._create(agent_id, spec, refusal, key, digest), True
+                state, created = self._create(agent_id, spec, refusal, key, digest, box), True
                 sequence = self._commit(state, save=False)
             else:
                 state, created = self._repeated(self._states[known], key, digest), False
@@ -93,8 +94,13 @@ class JobScheduler:
         self._notifier.flush(sequence, timeout_s=5.0)  # the ledger holds the job before it is reported
         return state, created
 
+    def _admit(self, spec: JobSpec) -> str:
+        """The sandbox the backend runs this job in; a backend without a say runs it unconfined."""
+        admit = getattr(self._backend, "admit", None)
+        return "none" if admit is None else str(admit(spec))
+
     def _create(
-        self, agent_id: str, spec: JobSpec, refusal: str | None, key: str | None, digest: str | None
+        self, agent_id: str, spec: JobSpec, refusal: str | None, key: str | None, digest: str | None, box: str
     ) -> JobState:
         """The job's folder and first state; the caller holds the lock."""
         if self._closing:
@@ -106,7 +112,7 @@ class JobScheduler:
         return self._store.create(
             lambda job_id: JobState(
                 job_id=job_id, agent_id=agent_id, spec=spec, backend=self._backend.name, created_at=now,
-                idempotency_key=key, request_digest=digest, **first,
+                idempotency_key=key, request_digest=digest, sandbox=box, **first,
             )
         )  # fmt: skip
 
@@ -229,7 +235,9 @@ class JobScheduler:
 
     def _handle(self, state: JobState) -> JobHandle:
         job_dir = self._store.job_dir(state.job_id)
-        return JobHandle(state.job_id, job_dir, state.spec, tuple(state.gpu_uuids), state.backend_job_id)
+        return JobHandle(
+            state.job_id, job_dir, state.spec, tuple(state.gpu_uuids), state.backend_job_id, state.agent_id
+        )
 
     def _reattached(self, state: JobState) -> JobState:
         if state.backend != self._backend.name:  # the server was restarted with another backend
@@ -329,7 +337,7 @@ class JobScheduler:
             if current.status != "queued" or current.backend_job_id is not None:
                 return  # cancelled since the plan was made
             self._launching[job_id] = gpu_uuids
-        handle = JobHandle(job_id, self._store.job_dir(job_id), current.spec, gpu_uuids)
+        handle = JobHandle(job_id, self._store.job_dir(job_id), current.spec, gpu_uuids, agent_id=current.agent_id)
         try:
             seen = self._backend.start(handle)
         except Exception as exc:

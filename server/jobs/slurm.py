@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from server.errors import JobFailed
 from server.jobs import files
 from server.jobs.backend import JobHandle, Observation
+from server.jobs.boxing import JobBoxing, admit, boxed
 from server.jobs.spec import BackendName, JobStatus
 
 SCRIPT = "slurm.sh"
@@ -39,15 +40,24 @@ class SlurmBackend:
     enforces_time_limit = False
 
     def __init__(
-        self, *, partition: str | None = None, time_margin_s: int = 120, command_timeout_s: float = 30.0
+        self,
+        *,
+        partition: str | None = None,
+        time_margin_s: int = 120,
+        command_timeout_s: float = 30.0,
+        boxing: JobBoxing | None = None,
     ) -> None:
+        """`boxing`: each job's command runs in bubblewrap on the node, at the server's bwrap path (the
+        node must have it there and share the workspace's filesystem); None runs it unconfined."""
+        self._boxing = boxing
         self._partition = partition
         self._time_margin_s = time_margin_s
         self._timeout_s = command_timeout_s
 
     def start(self, handle: JobHandle) -> Observation:
         script = handle.job_dir / SCRIPT
-        script.write_text(_batch_script(handle), encoding="utf-8")
+        command, _ = boxed(self._boxing, handle)
+        script.write_text(_batch_script(handle, command), encoding="utf-8")
         launch = {"launched_at": files.utc_now()}
         files.write_json_atomic(handle.job_dir / files.LAUNCH, launch)
         out = self._run(["sbatch", "--parsable", *self._sbatch_options(handle), str(script)])
@@ -75,6 +85,9 @@ class SlurmBackend:
         if self._partition:
             options.append(f"--partition={self._partition}")
         return options
+
+    def admit(self, spec: object) -> str:
+        return admit(self._boxing)
 
     def poll(self, handle: JobHandle) -> Observation:
         slurm_id = handle.backend_job_id
@@ -128,14 +141,14 @@ class SlurmBackend:
             raise JobFailed(f"{argv[0]} failed: {exc}") from exc
 
 
-def _batch_script(handle: JobHandle) -> str:
+def _batch_script(handle: JobHandle, command: list[str]) -> str:
     """Run the argv and leave an exit record that outlives the controller's memory of the job."""
     exports = "".join(f"export {name}={shlex.quote(value)}\n" for name, value in handle.spec.env.items())
     record = shlex.quote(str(handle.job_dir / EXIT_RECORD))
     return (
         f"#!/bin/bash\n# AMID job {handle.job_id} (generated)\n{exports}"
         f"export AMID_JOB_ID={shlex.quote(handle.job_id)}\n"
-        f"{shlex.join(handle.spec.command)}\nrc=$?\n"
+        f"{shlex.join(command)}\nrc=$?\n"
         f'printf \'{{"exit_code": %d, "ended_at": "%s"}}\\n\' "$rc" "$(date -u +%Y-%m-%dT%H:%M:%S.%6N+00:00)"'
         f" > {record}.tmp && mv {record}.tmp {record}\nexit $rc\n"
     )

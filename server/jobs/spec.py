@@ -114,6 +114,9 @@ class JobState(BaseModel):
     # job so a retry after any restart finds this job (server/jobs/scheduler.py, submit_keyed)
     idempotency_key: str | None = None
     request_digest: str | None = None
+    # the sandbox the job runs in: bwrap (the agent's boundary) or none (job_sandbox=none, or a job
+    # recorded before jobs were boxed)
+    sandbox: str | None = None
 
     @property
     def is_terminal(self) -> bool:
@@ -132,7 +135,8 @@ def ledger_row(state: JobState, workspace: Path) -> dict[str, Any]:
         "cwd": workspace_relative(Path(state.spec.cwd), workspace),
         "gpus": state.spec.gpus,
         "gpu_uuids": list(state.gpu_uuids),
-        "tags": dict(state.spec.tags),
+        # the ledger's jobs table has no sandbox column: the job's record carries it as a tag
+        "tags": {**state.spec.tags, "sandbox": state.sandbox or "none"},
         "created_at": state.created_at,
         "started_at": state.started_at,
         "ended_at": state.ended_at,

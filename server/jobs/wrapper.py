@@ -64,7 +64,9 @@ def _stop_on_signals() -> threading.Event:
 
 
 def child_env(job_id: str, job_dir: Path, spec: dict[str, Any], launch: dict[str, Any]) -> dict[str, str]:
-    env = {**os.environ, **spec.get("env", {}), "AMID_JOB_ID": job_id, "AMID_JOB_DIR": str(job_dir)}
+    # A boxed job starts from the clean environment its launch names, never the server's own.
+    base = launch.get("env", os.environ)
+    env = {**base, **spec.get("env", {}), "AMID_JOB_ID": job_id, "AMID_JOB_DIR": str(job_dir)}
     if launch.get("pin_gpus", True):
         # Pin by UUID and make CUDA count devices in bus order, as NVML does.
         env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
@@ -80,7 +82,7 @@ def run_job(job_dir: Path, spec: dict[str, Any], launch: dict[str, Any], stop: t
     with open(job_dir / files.STDOUT, "ab") as out, open(job_dir / files.STDERR, "ab") as err:
         try:
             child = subprocess.Popen(
-                spec["command"], cwd=spec["cwd"], env=env, stdin=subprocess.DEVNULL,
+                launch.get("command") or spec["command"], cwd=spec["cwd"], env=env, stdin=subprocess.DEVNULL,
                 stdout=out, stderr=err, start_new_session=True,
             )  # fmt: skip
         except OSError as exc:

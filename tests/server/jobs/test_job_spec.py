@@ -59,4 +59,5 @@ def test_the_ledger_row_stores_the_working_directory_relative_to_the_workspace(t
     )
     row = ledger_row(state, tmp_path)
     assert row["cwd"] == "repo/worktrees/agent-a"
-    assert row["command"] == ["python", "t.py"] and row["tags"] == {"lane": "nnunet"} and row["gpus"] == 1
+    assert row["command"] == ["python", "t.py"] and row["gpus"] == 1
+    assert row["tags"] == {"lane": "nnunet", "sandbox": "none"}
