@@ -207,8 +207,8 @@ def run_mlebench(
         if competition_id not in COVERED:
             rows.append({"competition": competition_id, "benchmark": "mle-bench", "ok": False,
                          "error": f"not covered: {NOT_COVERED.get(competition_id, 'no raw-data writer')}"})  # fmt: skip
-            continue
-        rows.append(run_competition(checkout, python, work, competition_id, seed, strict))
+        else:
+            rows.append(run_competition(checkout, python, work, competition_id, seed, strict))
         if echo:
             print_row(rows[-1])
     return rows

@@ -12,6 +12,7 @@ COVERED = (
     "aptos2019-blindness-detection",
     "histopathologic-cancer-detection",
     "ranzcr-clip-catheter-line-classification",
+    "rsna-miccai-brain-tumor-radiogenomic-classification",
 )
 
 NOT_COVERED = {
