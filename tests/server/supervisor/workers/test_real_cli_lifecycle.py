@@ -96,10 +96,12 @@ def test_a_model_that_never_answers_trips_the_stall_watchdog_and_the_real_cli_is
     with cli.endpoint() as endpoint, serving(workspace):
         # Silent after get_task, every turn but the watchdog's: that one is answered and the turn ends cleanly.
         endpoint.hold = lambda body: cli.session_turn(body) and cli.last_user_text(body) != STALL_PROMPT
+        deadline = 120 + 3 * float(STALL_S[backend])  # start-up, the silence, the resumed turn
         supervisor = supervise(workspace, cli, endpoint, log, "--stall-timeout-s", STALL_S[backend])
         try:
             after_stall = lambda: _events(workspace)[_events(workspace).index("stalled") :]  # noqa: E731
-            wait_for(lambda: "stalled" in _events(workspace) and "exited" in after_stall(), "stall, resume", log, 120)
+            resumed_turn = lambda: "stalled" in _events(workspace) and "exited" in after_stall()  # noqa: E731
+            wait_for(resumed_turn, "stall, resume", log, deadline)
         finally:
             kill(supervisor, signal.SIGTERM)
         recorded = transitions(workspace)
