@@ -134,7 +134,7 @@ def run_challenge(
         row.update(task_type=contract.task_type, modality=contract.modality, primary=contract.primary_metric)
         row.update(asyncio.run(_loop(workspace, data, challenge_id, python, strict)))
     except Exception as exc:  # one challenge's failure is a row of the table, not the end of the run
-        row["error"] = f"{type(exc).__name__}: {exc}"[:600]
+        row["error"] = _describe(exc)[:600]
     row["seconds"] = round(time.monotonic() - started, 1)
     row["ok"] = bool(row.get("imported") and row.get("perfect") == "accepted" and row.get("grader_used")
                      and row.get("broken_invalid") and row.get("trivial") == "rejected")  # fmt: skip
@@ -142,6 +142,13 @@ def run_challenge(
         row["strict_failures"] = strict_failures(row)
         row["ok"] = row["ok"] and not row["strict_failures"]
     return row
+
+
+def _describe(exc: BaseException) -> str:
+    """The error itself, not the task group that carried it (the MCP client's ExceptionGroup)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"
 
 
 def strict_failures(row: dict[str, Any]) -> list[str]:
