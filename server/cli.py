@@ -138,15 +138,25 @@ def _profile_now(ws: Any) -> None:
     "--replay-sandbox", type=click.Choice(["bwrap", "none"]), default=None,
     help="replay isolation [bwrap: required, no bubblewrap, no server]; none: unconfined (AMID_REPLAY_SANDBOX)",
 )  # fmt: skip
+@click.option(
+    "--job-sandbox", type=click.Choice(["bwrap", "none"]), default=None,
+    help="run_gpu_job isolation [bwrap: required, no bubblewrap, no job]; none: unconfined (AMID_JOB_SANDBOX)",
+)  # fmt: skip
+@click.option(
+    "--job-network", type=click.Choice(["none", "host"]), default=None,
+    help="a sandboxed job's network [none]; host: the host's (AMID_JOB_NETWORK)",
+)  # fmt: skip
 @_friendly
 def serve(
-    workspace: Path, host: str | None, port: int | None, stdio: bool, agent: str | None, replay_sandbox: str | None
-) -> None:
+    workspace: Path, host: str | None, port: int | None, stdio: bool, agent: str | None, replay_sandbox: str | None,
+    job_sandbox: str | None, job_network: str | None,
+) -> None:  # fmt: skip
     """Serve the workspace to agents over Streamable HTTP (or --stdio for one local agent)."""
     from server.serve import serve_http, serve_stdio
     from server.settings import settings_from
 
-    settings = settings_from({"workspace": workspace, "host": host, "port": port, "replay_sandbox": replay_sandbox})
+    values = {"workspace": workspace, "host": host, "port": port, "replay_sandbox": replay_sandbox}
+    settings = settings_from({**values, "job_sandbox": job_sandbox, "job_network": job_network})
     if stdio:
         if not agent:
             raise click.UsageError("--stdio needs --agent NAME")

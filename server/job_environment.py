@@ -36,10 +36,9 @@ class JobEnvironment(BaseModel):
 
 
 BOXED_ENV = (
-    "a clean environment in your agent's sandbox (PATH with this interpreter's folder first; no shell), your "
-    "run_gpu_job `env` on top, AMID_JOB_ID and AMID_JOB_DIR, HOME and TMPDIR in the job's own scratch folder, "
-    "CUDA_VISIBLE_DEVICES pinned by GPU UUID when gpus > 0; cwd: your worktree (read-write: write outputs there); "
-    "readable besides: the task view and the shared memory; no private/, no other worktree; network: "
+    "your sandbox: a clean env (PATH starts with this python's folder), your `env` on top, AMID_JOB_ID, "
+    "HOME/TMPDIR in a scratch folder, CUDA_VISIBLE_DEVICES pinned by GPU UUID; cwd: your worktree (write outputs "
+    "there); no private/, no other worktree; network: "
 )
 
 
