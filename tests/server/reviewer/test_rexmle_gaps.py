@@ -7,7 +7,9 @@ caught by the trivial baseline. Real workspace, commits, review processes and gr
 from __future__ import annotations
 
 import csv
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -18,10 +20,33 @@ from server.workspace import init_workspace
 from tests.fixtures.rexmle import grader_python, make_challenge
 from tests.server.reviewer.benchmark_agent import REPLAY, BenchmarkAgent
 from tests.server.reviewer.conftest import open_services
-from tests.server.reviewer.test_rexmle_review import Reviewed, errors, perfect, review_all
+from tests.server.reviewer.test_rexmle_review import Reviewed, errors, review_all
 from tools.task.importers import import_task
+from tools.task.label_adapters import convert
 
 CHALLENGE = "puma-track1-task2"
+
+
+def _nuclei(box: BenchmarkAgent, case: str) -> bytes:
+    """A training case's GeoJSON nuclei as the JSON the grader reads: the challenge's own conversion."""
+    grader = box.contract.grader
+    assert grader is not None
+    column = next(c for c in grader.fold_answers or [] if c.kind == "converted")
+    with tempfile.TemporaryDirectory() as tmp:
+        target = Path(tmp) / f"{case}_nuclei.json"
+        convert(str(column.adapter), box.workspace.task_dir / str(box.cases[case].label_path), target,
+                column.adapter_options)  # fmt: skip
+        return target.read_bytes()
+
+
+def perfect(box: BenchmarkAgent, commit: str, reviewed: Reviewed) -> dict[str, Any]:
+    """The fold's converted training nuclei and a perfect test submission, memorised by the model."""
+    fold = box.fold_by_size(0)
+    folder = box._folder(f"outputs/perfect-fold{fold}", {c: _nuclei(box, c) for c in box.folds.val_cases(fold)}, {})
+    checkpoint = box.memorised_checkpoint(folder, "outputs/memory")
+    reviewed.folds["perfect"], reviewed.declared["perfect"] = fold, 1.0
+    artifacts = {"submission": box.test_submission("outputs/submission"), "checkpoint": checkpoint}
+    return box.payload(commit, fold, folder, primary=1.0, artifacts=artifacts, inference_command=REPLAY)
 
 
 def _drop_last_case(box: BenchmarkAgent, folder: str) -> str:
@@ -35,7 +60,9 @@ def _drop_last_case(box: BenchmarkAgent, folder: str) -> str:
 
 def partial(box: BenchmarkAgent, commit: str, reviewed: Reviewed, fold: int) -> tuple[dict[str, Any], str]:
     """The same fixed prediction for every fold case, and a perfect test submission without its last case."""
-    folder = box.trivial_fold(fold, f"outputs/fixed-fold{fold}")
+    donor = box.folds.folds[fold].train_cases[0]  # one training case's nuclei, given for every case
+    answer = _nuclei(box, donor)
+    folder = box._folder(f"outputs/fixed-fold{fold}", dict.fromkeys(box.folds.val_cases(fold), answer), {})
     checkpoint = box.memorised_checkpoint(folder, "outputs/fixed-memory")
     submission = box.test_submission("outputs/partial-submission")
     dropped = _drop_last_case(box, submission)
