@@ -15,7 +15,6 @@ from server.workspace import Workspace, init_workspace
 from tests.fixtures.rexmle import make_challenge
 from tools.profile_data import build_request
 from tools.profiling import profile_dataset
-from tools.task.cases import discover_cases
 from tools.task.importers import import_task
 
 LABEL_FILES = ("ldct-iqa", "topcow-track1-task3", "topcow-track1-task2", "puma-track1-task1", "puma-track1-task2")
@@ -70,11 +69,14 @@ def test_a_score_row_dropped_from_the_table_is_the_one_case_called_unlabelled(tm
 
 
 @pytest.mark.parametrize("challenge_id", ["puma-track1-task1", "topcow-track1-task3"])
-def test_a_deleted_label_file_is_the_one_case_called_unlabelled(challenge_id: str, tmp_path: Path) -> None:
+def test_a_case_without_its_label_file_is_the_one_called_unlabelled(challenge_id: str, tmp_path: Path) -> None:
+    # Case discovery refuses a missing template file at init; the profile must still not count a
+    # case whose label file it was not given (a request built otherwise) as labelled.
     workspace = _workspace(tmp_path, challenge_id)
-    case = discover_cases(workspace.task_dir, workspace.contract().layout, "train")[1]
-    assert case.label_path is not None and not case.label_path.endswith((".nii.gz", ".tif", ".png"))
-    (workspace.task_dir / case.label_path).unlink()
-    profile = _profile(workspace)
+    request = build_request(workspace, workspace.contract(), workspace.folds())
+    index, case = next((i, c) for i, c in enumerate(request.cases) if c.split == "train" and i > 0)
+    assert case.label_file is not None and case.label_path is None  # GeoJSON / YAML: not read as voxels
+    cases = [*request.cases[:index], case.model_copy(update={"label_file": None}), *request.cases[index + 1 :]]
+    profile = profile_dataset(request.model_copy(update={"cases": cases, "n_workers": 1}))
     assert _errors(profile) == [("missing_label", case.case_id)]
     assert profile.supervision.unlabelled_train_cases == 1
