@@ -68,11 +68,20 @@ def split_holdout(task_dir: Path, private_dir: Path, contract: TaskContract, cas
                 dest = private_dir / "holdout" / rel
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 shutil.move(str(task_dir / rel), dest)
+                _prune_emptied(task_dir, (task_dir / rel).parent)
     manifest = [c.model_dump() for c in held]
     (private_dir / "holdout.json").write_text(json.dumps({"cases": manifest}, indent=1), encoding="utf-8")
     names = HeldNames(frozenset(c.case_id for c in held), frozenset(chosen))
     scrub_public_tables(task_dir, private_dir / "holdout", names, contract.layout.group_key)
     return [c for c in cases if _group(c) not in chosen]
+
+
+def _prune_emptied(task_dir: Path, folder: Path) -> None:
+    """A case folder the move emptied (`train/<case>/` of `train/{case}/FLAIR`) goes too: left behind,
+    it would read as a public case whose series are missing."""
+    while folder != task_dir and folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+        folder = folder.parent
 
 
 def _refuse_links(task_dir: Path) -> None:

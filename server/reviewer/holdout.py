@@ -36,6 +36,8 @@ def holdout_check(
     cases = ctx.holdout_cases
     if ctx.contract.validation.holdout_fraction <= 0 or not cases:
         return ok("HOLDOUT_GAP", "the contract has no server-held holdout"), []
+    if ctx.contract.prediction.file_type == "csv":  # the gate scores label images; a table has none to read
+        return unverifiable("HOLDOUT_GAP", "not judged for csv predictions yet: the holdout gate scores images"), []
     if not ctx.job.inference_command:
         return unverifiable("HOLDOUT_GAP", "no inference_command declared: the holdout was not replayed"), []
     if resolve_commit(ctx.workspace.commit_store, ctx.job.commit) != ctx.job.commit:

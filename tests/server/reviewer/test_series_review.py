@@ -60,12 +60,12 @@ def _series_mean(folder: Path) -> float:
     return float(np.mean([pydicom.dcmread(f).pixel_array.mean() for f in sorted(folder.glob("*.dcm"))]))
 
 
-def _brain_tumour_task(root: Path) -> Path:
-    for case in CASES:
+def _brain_tumour_task(root: Path, cases: list[str] = CASES, holdout: float = 0.0) -> Path:
+    for case in cases:
         for sequence in ("FLAIR", "T1w"):
             copy_slices(series_files(REGULAR_CT), root / "train" / case / sequence, prefix="Image-")
-        _brighten(root / "train" / case / "FLAIR", OFFSETS[case])
-    rows = ["case_id,label", *(f"{case},{int(OFFSETS[case] > 0)}" for case in CASES)]
+        _brighten(root / "train" / case / "FLAIR", OFFSETS.get(case, 0))
+    rows = ["case_id,label", *(f"{case},{int(OFFSETS.get(case, 0) > 0)}" for case in cases)]
     (root / "labels.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
     task = {
         "id": "series-brain-tumour",
@@ -79,7 +79,7 @@ def _brain_tumour_task(root: Path) -> Path:
         "primary_metric": "balanced_accuracy",
         "prediction": {"file_type": "csv", "csv_columns": ["case_id", "label"]},
         "submission": {"columns": ["case_id", "label"]},
-        "validation": {"k_folds": 2, "seed": 0},
+        "validation": {"k_folds": 2, "seed": 0, "holdout_fraction": holdout},
     }  # fmt: skip
     (root / "task.yaml").write_text(yaml.safe_dump(task), encoding="utf-8")
     return root / "task.yaml"
@@ -97,7 +97,8 @@ def series_services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servic
 
 
 def _threshold(box: AgentSandbox) -> float:
-    return _series_mean(box.workspace.task_dir / "train" / CASES[0] / "FLAIR") + MARGIN
+    negative = next(case for case in sorted(box.cases) if OFFSETS.get(case, 0) == 0)  # the real series, as shipped
+    return _series_mean(box.workspace.task_dir / "train" / negative / "FLAIR") + MARGIN
 
 
 def _honest(box: AgentSandbox, cases: list[str]) -> dict[str, int]:
@@ -159,3 +160,32 @@ async def test_predictions_copied_from_the_labels_are_not_reproduced_by_the_seri
     assert review["verdict"] == "rejected"
     evidence = failed_codes(review)["PRED_NOT_REPRODUCED"]["evidence"]
     assert evidence["n_differing"] == 1 and evidence["cases"][0]["case_id"] == HARD
+
+
+async def test_a_series_task_with_a_holdout_keeps_its_public_cases_and_says_the_gate_is_not_judged(
+    tmp_path: Path,
+) -> None:
+    """The holdout moves each held-out case's series out of task/ and its emptied case folder with them
+    (left behind, `train/<id>/` read as a case whose series are missing, and no case list could be
+    made); the gate does not score tables yet and says so instead of crashing the review."""
+    cases = [*CASES, *(f"{i:05d}" for i in range(8, 12))]  # 00008-00011: negatives
+    workspace = init_workspace(import_task(_brain_tumour_task(tmp_path / "src", cases, 0.25)), tmp_path / "ws")
+    services = open_services(workspace.root)
+    reviewer(services)
+    try:
+        box = AgentSandbox(workspace, "series-holdout")
+        held = {case for case in cases if case not in box.cases}
+        assert held and not any((workspace.task_dir / "train" / case).exists() for case in held)
+        fold = 0
+        val = box.folds.val_cases(fold)
+        predicted = _honest(box, val)
+        score = _balanced_accuracy({c: int(OFFSETS.get(c, 0) > 0) for c in val}, predicted)
+        async with client_for(services, box.agent_id) as client:
+            review = await submit_and_review(client, _payload(box, fold, predicted, score, "holdout"))
+    finally:
+        stop_reviewer(services)
+        services.ledger.close()
+    assert review["status"] == "done" and review["verdict"] == "accepted", review
+    gate = json.loads((workspace.root / review["report"]).read_text(encoding="utf-8"))
+    check = next(c for c in gate["checks"] if c["code"] == "HOLDOUT_GAP")
+    assert check["severity"] == "warning" and "not judged for csv predictions" in check["message"]
