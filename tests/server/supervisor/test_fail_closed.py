@@ -1,6 +1,7 @@
 """No sandbox, no start: the real `amid serve` and `amid supervise` on a PATH without bubblewrap refuse
 to replay or to start managed workers, naming the fix; with the sandbox switched off explicitly
-(`--replay-sandbox none`, `--sandbox none`) the same run goes ahead and every record says `none`."""
+(`--replay-sandbox none`, `--job-sandbox none`, `--sandbox none`) the same run goes ahead and every
+record says `none`."""
 
 from __future__ import annotations
 
@@ -80,7 +81,8 @@ def _wait_for(predicate: object, timeout_s: float, what: str) -> None:
 def test_with_the_sandbox_switched_off_explicitly_the_run_goes_on_and_the_evidence_says_none(
     workspace: Workspace, no_bwrap: dict[str, str], tmp_path: Path
 ) -> None:
-    server, _ = start_server(workspace.root, env={"PATH": no_bwrap["PATH"], "AMID_REPLAY_SANDBOX": "none"})
+    unboxed = {"PATH": no_bwrap["PATH"], "AMID_REPLAY_SANDBOX": "none", "AMID_JOB_SANDBOX": "none"}
+    server, _ = start_server(workspace.root, env=unboxed)
     log = tmp_path / "supervise.log"
     command = [sys.executable, "-m", "server.cli", "supervise", "-w", str(workspace.root), "--poll-s", "0.5"]
     command += ["--workers", "1", "--sandbox", "none", "--max-s", "300"]
@@ -96,6 +98,7 @@ def test_with_the_sandbox_switched_off_explicitly_the_run_goes_on_and_the_eviden
         reports = _sql(workspace, "SELECT report_path FROM reviews WHERE status = 'done' ORDER BY review_id")
         details = _sql(workspace, "SELECT detail FROM worker_transitions WHERE event = 'started'")
         warnings = _sql(workspace, "SELECT payload FROM events WHERE kind = 'server_warning'")
+        jobs = _sql(workspace, "SELECT DISTINCT json_extract_string(tags, '$.sandbox') FROM jobs")
         status = _amid("status", "-w", str(workspace.root), env=no_bwrap)
     finally:
         stop_server(server)
@@ -105,5 +108,6 @@ def test_with_the_sandbox_switched_off_explicitly_the_run_goes_on_and_the_eviden
     assert replayed["sandbox"] == "none"
     assert details and {json.loads(str(d[0]))["sandbox"] for d in details} == {"none"}
     assert any("replay_sandbox=none" in str(w[0]) for w in warnings)
+    assert jobs == [["none"]]  # its training jobs ran unconfined by the same explicit choice
     assert "worker-1 started (sandbox none, session new)" in log.read_text()
     assert "worker    worker-1 scripted" in status.stdout and "sandbox none" in status.stdout
