@@ -20,6 +20,7 @@ import os
 import queue
 import signal
 import threading
+import time
 from typing import Any
 
 from server.ledger import Ledger
@@ -85,17 +86,37 @@ class ReviewProcess:
             process.join(timeout=STOP_GRACE_S)
 
 
-def stop_forkserver() -> None:
+def stop_forkserver(grace_s: float = 3.0) -> None:
     """Stop this process's fork server with the pool: left alone, it outlived the server by seconds
-    (until it noticed its parent was gone). It closes on its "alive" pipe and is reaped here; the
-    next pool starts a fresh one. `_stop` is the standard library's own (used by its tests)."""
+    (until it noticed its parent was gone). Closing its "alive" pipe asks it to exit; a process forked
+    meanwhile may hold that pipe open, so after `grace_s` it is killed, never waited on unbounded (the
+    standard library's own `_stop` waits forever). The next pool starts a fresh one."""
     from multiprocessing import forkserver
 
     server = getattr(forkserver, "_forkserver", None)
-    stop = getattr(server, "_stop", None)
-    if callable(stop) and getattr(server, "_forkserver_pid", None) is not None:
-        with contextlib.suppress(OSError, ChildProcessError):
-            stop()
+    pid = getattr(server, "_forkserver_pid", None)
+    if server is None or pid is None:
+        return
+    with server._lock:
+        with contextlib.suppress(OSError, TypeError):
+            os.close(server._forkserver_alive_fd)
+        _reap(pid, grace_s)
+        address = server._forkserver_address
+        server._forkserver_alive_fd = server._forkserver_pid = server._forkserver_address = None
+    if isinstance(address, str) and not address.startswith("\0"):
+        with contextlib.suppress(OSError):
+            os.unlink(address)
+
+
+def _reap(pid: int, grace_s: float) -> None:
+    deadline = time.monotonic() + grace_s
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(pid, os.WNOHANG) == (0, 0):
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                return
+            time.sleep(0.02)
 
 
 class ReviewerPool:

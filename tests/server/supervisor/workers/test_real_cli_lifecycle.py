@@ -28,7 +28,8 @@ from tests.server.supervisor.workers.real_supervise import (
     worker_log,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.external]
+# Real CLIs start slowly on a loaded machine; the stall case alone waits through 90 s of silence for OpenCode.
+pytestmark = [pytest.mark.slow, pytest.mark.external, pytest.mark.timeout(900)]
 BACKENDS = sorted(CLIS)
 HEARTBEAT = "HEARTBEAT sent while no supervisor ran: post a note on what you learned."
 # Above each CLI's silence from its start to its first event on a loaded machine (the watchdog's clock starts
