@@ -57,7 +57,7 @@ class RayBackend:
         command, _ = boxed(self._boxing, handle)
         try:
             self._client.submit_job(
-                entrypoint=f"cd {shlex.quote(spec.cwd)} && exec {shlex.join(command)}",
+                entrypoint=entrypoint(spec.cwd, command),
                 submission_id=handle.job_id,
                 entrypoint_num_gpus=spec.gpus,
                 entrypoint_num_cpus=spec.cpus,
@@ -138,3 +138,8 @@ def _replace_text(handle: JobHandle, name: str, text: str) -> None:
     tmp = handle.job_dir / f".{name}.tmp"
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(handle.job_dir / name)
+
+
+def entrypoint(cwd: str, command: list[str]) -> str:
+    """The shell line Ray runs on the node: the (boxed) argv in the job's cwd."""
+    return f"cd {shlex.quote(cwd)} && exec {shlex.join(command)}"

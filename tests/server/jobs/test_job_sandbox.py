@@ -10,6 +10,7 @@ import hashlib
 import json
 import shutil
 import socket
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,11 @@ import pytest
 from server import runtime, sandbox
 from server.connect import ensure_worktree
 from server.context import Services
+from server.jobs.backend import JobHandle
+from server.jobs.boxing import JobBoxing, boxed
+from server.jobs.ray_backend import entrypoint
+from server.jobs.slurm import _batch_script
+from server.jobs.spec import JobSpec
 from server.ledger import Ledger
 from server.settings import Settings
 from server.workspace import Workspace
@@ -56,8 +62,7 @@ attempt("network", connect)
 attempt("task_view", read(a["task"]))
 attempt("own_output", write("out/predictions.txt"))
 """
-PROBES = ("answers_relative", "answers", "secret", "other_worktree", "ledger", "store_write", "repo_write")
-PROBES += ("network",)
+PROBES = ("answers_relative", "answers", "secret", "other_worktree", "ledger", "store_write", "repo_write", "network")
 
 
 @pytest.fixture
@@ -182,3 +187,41 @@ async def test_job_sandbox_none_runs_the_job_plainly_and_its_record_says_sandbox
     assert "the-secret-value" in str(done["stdout_tail"])
     row = unboxed.ledger.jobs.get(str(done["job_id"]))
     assert row is not None and json.loads(row["tags"])["sandbox"] == "none"
+
+
+NODE_PROBE = "import sys; print(open(sys.argv[1]).read())"
+
+
+def _node_handle(ws: Workspace, job_id: str, code: str, target: Path) -> JobHandle:
+    """A job of agent `worker` as a cluster backend is given it (its folder made as the scheduler does)."""
+    worktree = ensure_worktree(ws, "worker")
+    spec = JobSpec.create(command=[sys.executable, "-c", code, str(target)], cwd=str(worktree))
+    job_dir = ws.sub("jobs") / job_id
+    job_dir.mkdir(parents=True)
+    return JobHandle(job_id, job_dir, spec, agent_id="worker")
+
+
+@pytest.mark.parametrize("backend", ["slurm", "ray"])
+def test_a_cluster_backend_runs_the_same_box_on_the_node_and_it_keeps_private_out(
+    workspace: Workspace, backend: str
+) -> None:
+    answers = workspace.private_dir / "answers.csv"
+    answers.write_text("the-secret-value\n", encoding="utf-8")
+    boxing = JobBoxing(workspace)
+    handle = _node_handle(workspace, f"job-{backend}", NODE_PROBE, answers)
+    command, box = boxed(boxing, handle)
+    assert box is not None and command[0] == shutil.which("bwrap")
+    # what the node runs: Slurm's generated batch script, Ray's entrypoint line (here on this machine)
+    if backend == "slurm":
+        script = handle.job_dir / "slurm.sh"
+        script.write_text(_batch_script(handle, command), encoding="utf-8")
+        done = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60, check=False)
+    else:
+        line = entrypoint(handle.spec.cwd, command)
+        done = subprocess.run(["sh", "-c", line], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode != 0 and "FileNotFoundError" in done.stderr, done
+    assert "the-secret-value" not in done.stdout
+    honest = _node_handle(workspace, f"honest-{backend}", NODE_PROBE, workspace.task_dir / "contract.yaml")
+    line = entrypoint(honest.spec.cwd, boxed(boxing, honest)[0])
+    seen = subprocess.run(["sh", "-c", line], capture_output=True, text=True, timeout=60, check=False)
+    assert seen.returncode == 0 and seen.stdout.strip(), seen  # the public task view is there
