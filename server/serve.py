@@ -37,7 +37,10 @@ def _open(settings: Settings) -> Services:
     services = Services(settings=settings, workspace=workspace, ledger=Ledger(workspace.ledger_path))
     _sweep_partial_freezes(services)
     unconfined = ["replays run unconfined (replay_sandbox=none): they can read the workspace"]
-    _warn(services, unconfined if replay_kind == "none" else [])
+    unconfined = unconfined if replay_kind == "none" else []
+    if settings.job_sandbox == "none":
+        unconfined.append("run_gpu_job jobs run unconfined (job_sandbox=none): they can read the workspace")
+    _warn(services, unconfined)
     return services
 
 

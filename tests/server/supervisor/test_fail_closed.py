@@ -108,6 +108,7 @@ def test_with_the_sandbox_switched_off_explicitly_the_run_goes_on_and_the_eviden
     assert replayed["sandbox"] == "none"
     assert details and {json.loads(str(d[0]))["sandbox"] for d in details} == {"none"}
     assert any("replay_sandbox=none" in str(w[0]) for w in warnings)
+    assert any("jobs run unconfined (job_sandbox=none)" in str(w[0]) for w in warnings)
     assert jobs == [["none"]]  # its training jobs ran unconfined by the same explicit choice
     assert "worker-1 started (sandbox none, session new)" in log.read_text()
     assert "worker    worker-1 scripted" in status.stdout and "sandbox none" in status.stdout
