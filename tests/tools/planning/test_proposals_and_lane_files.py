@@ -83,7 +83,8 @@ def test_a_lane_file_holds_every_lane_field_and_the_exact_scaffold_commands() ->
                     "## Expected artifacts", "## Failure modes"):  # fmt: skip
         assert heading in text, heading
     assert "tier **primary**" in text and "| dims_3d | holds | True |" in text
-    assert "/venv/bin/nnUNetv2_plan_and_preprocess -d 501 -c 3d_fullres -np 4 -npfp 4 --verify_dataset_integrity" in text
+    plan = "/venv/bin/nnUNetv2_plan_and_preprocess -d 501 -c 3d_fullres -np 4 -npfp 4 --verify_dataset_integrity"
+    assert plan in text
     assert "/venv/bin/nnUNetv2_train 501 3d_fullres 2 --npz" in text and "3d_fullres 3 --npz" not in text
     assert "-m tools.scaffolds.nnunet to-task --out .amid-local/nnunet --split val --fold 0" in text
     overview = portfolio_markdown(portfolio)
