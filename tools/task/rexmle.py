@@ -210,11 +210,21 @@ def infer_modality(text: str) -> str:
     return next((modality for modality, pattern in MODALITY_WORDS if re.search(pattern, lower)), "other")
 
 
+LFS_POINTER = b"version https://git-lfs.github.com/spec/"
+
+
 def _board_direction(folder: Path, config: dict[str, Any]) -> dict[str, str]:
     """MLE-bench has no metric_config.json: one metric, `grader.name`, whose direction is the
     leaderboard's order (its first row holds the best score), as MLE-bench's own grader decides."""
     name = str(_require(config.get("grader") or {}, "name", "config.yaml", "grader."))
     board = folder / "leaderboard.csv"
+    if board.is_file() and board.read_bytes()[:64].startswith(LFS_POINTER):
+        raise InvalidInput(
+            f"{folder.name}: leaderboard.csv is a Git LFS pointer, not the leaderboard (the checkout was made "
+            "without git-lfs); run `git lfs pull` in the benchmark checkout, or add metric_config.json with "
+            "metric_directions",
+            field="leaderboard.csv",
+        )
     _, rows = read_rows(board) if board.is_file() else ([], [])
     scores = [float(r["score"]) for r in rows if _is_number(r.get("score") or "")]
     if len(scores) < 2 or scores[0] == scores[-1]:

@@ -189,3 +189,13 @@ def test_a_dicom_series_case_missing_one_sequence_is_refused_not_dropped_for_all
         InvalidInput, match=rf"public/train/{case.name}/: its series folders \['FLAIR', 'T1w', 'T1wCE'\] lack \['T2w'\]"
     ):
         import_task(folder, data)
+
+
+def test_a_leaderboard_left_as_a_git_lfs_pointer_is_refused_naming_git_lfs_pull(tmp_path: Path) -> None:
+    """MLE-bench keeps leaderboard.csv in Git LFS: a checkout made without git-lfs holds a pointer file."""
+    folder, data = make_competition(tmp_path, "aptos2019-blindness-detection")
+    pointer = "version https://git-lfs.github.com/spec/v1\noid sha256:" + "0" * 64 + "\nsize 41234\n"
+    (folder / "leaderboard.csv").write_text(pointer)
+    with pytest.raises(InvalidInput, match=r"Git LFS pointer.*git lfs pull") as error:
+        import_task(folder, data)
+    assert error.value.field == "leaderboard.csv"
