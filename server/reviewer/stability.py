@@ -23,6 +23,7 @@ fires the check too: a lookup that crashes on an input it does not know must not
 
 from __future__ import annotations
 
+import re
 import secrets
 import tempfile
 from pathlib import Path
@@ -104,11 +105,20 @@ def _copy(ctx: ReviewContext, case_id: str, copy: Copy, folder: Path, rng: np.ra
     files = []
     sources = replay_inputs(ctx, case_id).images
     for source, staged in zip(sources, input_names(case_id, sources), strict=True):  # as the replay names it
-        suffix = staged[len(case_id) :] if staged.startswith(case_id) else f"_{staged}"
-        target = folder / f"{name}{suffix}"
+        target = folder / _pseudonymised(staged, case_id, name)
         perturb_file(source, target, rng, margin)
         files.append(target)
     return ReplayCase(name, tuple(files))
+
+
+def _pseudonymised(staged: str, case_id: str, name: str) -> str:
+    """The input's name with the case id replaced by the pseudonym where it stands as a word
+    (`topcow_ct_ID_0000` → `topcow_ct_NAME_0000`: prefixing kept the real id in the name)."""
+    if staged.startswith(case_id):
+        return name + staged[len(case_id) :]
+    word = re.compile(rf"(?<![A-Za-z0-9]){re.escape(case_id)}(?![A-Za-z0-9])")
+    replaced, found = word.subn(name, staged, count=1)
+    return replaced if found else f"{name}_{staged}"
 
 
 def _compare(ctx: ReviewContext, fold: int, case_id: str, copies: tuple[Copy, Copy], outputs: Path) -> dict[str, Any]:

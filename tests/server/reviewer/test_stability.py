@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from server.reviewer.stability import _judged
+from server.reviewer.stability import _judged, _pseudonymised
 
 
 def _organ_with_lesion(lesion: slice) -> np.ndarray:
@@ -37,3 +37,10 @@ def test_copies_that_flicker_wholesale_do_not_excuse_a_frozen_map_that_agrees_wi
     first[0:10, 0:10] = 1
     second[30:40, 30:40] = 1  # chaos on unknown inputs, to widen the tolerance
     assert _judged(frozen, first, second)["agreement"] < 0.5
+
+
+def test_a_perturbed_copy_s_name_holds_the_pseudonym_in_place_of_the_case_id_never_the_id_itself() -> None:
+    assert _pseudonymised("p001s0_0000.nii.gz", "p001s0", "k3x9") == "k3x9_0000.nii.gz"
+    assert _pseudonymised("topcow_ct_017_0000.nii.gz", "017", "k3x9") == "topcow_ct_k3x9_0000.nii.gz"
+    # the id as a word only: "1" inside "case_1_0001" is the case, the channel's digits are not
+    assert _pseudonymised("case_1_0001.nii.gz", "1", "k3x9") == "case_k3x9_0001.nii.gz"
