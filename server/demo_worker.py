@@ -223,7 +223,11 @@ class ScriptedWorker:
             return str(next(x for x in lanes if x["tier"] == "secondary")["lane_id"])
         calibration = [x for x in lanes if x["tier"] == "primary" and x["family"] == "calibration"]
         primary = calibration + [x for x in lanes if x["tier"] == "primary" and x["family"] != "calibration"]
-        return str(primary[self.plan.fold % len(primary)]["lane_id"])
+        # Where one lane is primary (no training stack installed: the nnU-Net lanes fall back), the honest
+        # workers go on to the secondary lanes past the first (the cheat's), then the fallback ones.
+        others = [x for x in lanes if x["tier"] == "secondary"][1:] + [x for x in lanes if x["tier"] == "fallback"]
+        honest = primary + others
+        return str(honest[self.plan.fold % len(honest)]["lane_id"])
 
     async def train_and_predict(self) -> list[str]:
         worktree, fold, python, task_dir = self.worktree, self.plan.fold, sys.executable, self.task_dir
