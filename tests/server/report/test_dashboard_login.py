@@ -146,6 +146,8 @@ def test_amid_dashboard_serves_an_unserved_workspace_and_its_link_opens_the_page
 ) -> None:
     root = tmp_path / "run"
     shutil.copytree(demo_copy.parent, root, symlinks=True)  # its own copy: the module's server holds demo_copy
+    # the copy carries that server's marker, live (its process runs), which would send the command there
+    (root / "workspace" / ".amid" / "server.json").unlink(missing_ok=True)
     command = [sys.executable, "-m", "server.cli", "dashboard", "-w", str(root / "workspace"), "--port", "0"]
     agent = subprocess.run([*command, "--as", "worker-1"], capture_output=True, text=True, timeout=120)
     assert agent.returncode == 2 and "as: got 'worker-1' with role agent" in agent.stderr  # refused before serving
@@ -157,6 +159,8 @@ def test_amid_dashboard_serves_an_unserved_workspace_and_its_link_opens_the_page
     finally:
         process.send_signal(signal.SIGINT)
         process.wait(timeout=60)
+        assert process.stdout is not None
+        process.stdout.close()
     assert process.returncode == 0  # Ctrl-C is a clean stop
     assert not (root / "workspace" / ".amid" / "server.json").exists()
 
