@@ -176,6 +176,8 @@ def _environment() -> list[str]:
     found: dict[str, str] = {"/usr": "/usr"}
     for prefix in {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix}:
         found.setdefault(prefix, os.path.realpath(prefix))
+        # a venv reached through a link (./.venv) also at its real path: its scripts' #! lines name that
+        found.setdefault(os.path.realpath(prefix), os.path.realpath(prefix))
     for name in AMID_PACKAGES:
         spec = importlib.util.find_spec(name)
         for location in (spec.submodule_search_locations or []) if spec else []:

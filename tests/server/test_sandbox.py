@@ -109,3 +109,29 @@ def test_the_unconfined_fallback_runs_the_same_command_with_host_paths(tmp_path:
     assert outcome.returncode == 0, outcome.stderr_tail
     assert (mounts.outputs / "c1.txt").read_text(encoding="utf-8") == "imageimageimage"
     assert resolve_kind("none") == "none"
+
+
+def test_a_boxed_job_runs_a_console_script_of_a_venv_reached_through_a_link(tmp_path: Path) -> None:
+    """./.venv is a link to the cached venv; its scripts' #! lines name the real path, which the box must show."""
+    import json
+    import os
+    import subprocess
+
+    if bwrap_problem() is not None:
+        pytest.skip(f"bubblewrap cannot run here: {bwrap_problem()}")
+    link = tmp_path / "venv"
+    link.symlink_to(os.path.realpath(sys.prefix))
+    worktree, scratch = tmp_path / "wt", tmp_path / "scratch"
+    worktree.mkdir()
+    scratch.mkdir()
+    build = (
+        "import json, sys; from pathlib import Path; from server.sandbox import JobBox, wrap_job; "
+        f"box = JobBox(worktree=Path({str(worktree)!r}), scratch=Path({str(scratch)!r}), cwd=Path({str(worktree)!r})); "
+        "print(json.dumps(wrap_job([sys.prefix + '/bin/pip', '--version'], box)))"
+    )
+    made = subprocess.run([str(link / "bin" / "python"), "-c", build], capture_output=True, text=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    argv = json.loads(made.stdout)
+    assert str(link / "bin" / "pip") in argv  # the script is named through the link, as a lane step names it
+    ran = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0 and ran.stdout.startswith("pip "), ran.stderr
