@@ -327,7 +327,7 @@ JobNetwork = Literal["none", "host"]
 @dataclass(frozen=True)
 class JobBox:
     """What one job sees: the same boundary as its agent's worker view. Its worktree (the agent's own
-    git repository) and its scratch folder (HOME, TMPDIR) read-write; the public task view, the shared
+    git repository) and its scratch folder (HOME; TMPDIR is the box's own /tmp) read-write; the public task view, the shared
     memory and the interpreter read-only; the NVIDIA device nodes when it was given GPUs; `hidden`
     folders (private/, .amid/, other worktrees, the run's repository and commit store, the server's
     files) covered wherever a bind would show them. No network (own namespace) unless `network` is
@@ -360,7 +360,9 @@ def job_env(scratch: Path) -> dict[str, str]:
     env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
     env["PATH"] = job_path()
     home = os.path.realpath(scratch)
-    env.update(HOME=home, TMPDIR=home, MPLCONFIGDIR=home, PYTHONNOUSERSITE="1")
+    # TMPDIR is the box's own /tmp (a tmpfs per job): under the scratch folder a multiprocessing socket path
+    # outgrew AF_UNIX's 108 bytes (nnU-Net's data loaders)
+    env.update(HOME=home, TMPDIR="/tmp", MPLCONFIGDIR=home, PYTHONNOUSERSITE="1")
     return env
 
 
