@@ -327,8 +327,8 @@ JobNetwork = Literal["none", "host"]
 @dataclass(frozen=True)
 class JobBox:
     """What one job sees: the same boundary as its agent's worker view. Its worktree (the agent's own
-    git repository) and its scratch folder (HOME; TMPDIR is the box's own /tmp) read-write; the public task view, the shared
-    memory and the interpreter read-only; the NVIDIA device nodes when it was given GPUs; `hidden`
+    git repository) and its scratch folder (HOME; TMPDIR is the box's own /tmp) read-write; the public
+    task view, the shared memory and the interpreter read-only; the NVIDIA device nodes when it was given GPUs; `hidden`
     folders (private/, .amid/, other worktrees, the run's repository and commit store, the server's
     files) covered wherever a bind would show them. No network (own namespace) unless `network` is
     `host`, set explicitly by the `job_network` setting."""
