@@ -4,6 +4,7 @@ refused API key) gives its message, events without one say nothing, and plain li
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from server.supervisor.workers.backend import readable, reason_lines
 
@@ -36,3 +37,17 @@ def test_the_reason_keeps_the_last_distinct_messages_and_not_the_usage_noise_aft
     assert reason_lines(tail, 3) == ["Reconnecting... 5/5", "unexpected status 401 Unauthorized"]
     assert reason_lines([INIT, CLAUDE_RESULT], 3) == ["Invalid API key · Fix external API key"]
     assert reason_lines([INIT], 3) == []
+
+
+def test_a_clean_opencode_exit_whose_json_timestamps_hold_429_is_clean_and_a_real_429_is_a_usage_limit() -> None:
+    """OpenCode's JSON events carry millisecond timestamps: 1796182429973 holds "429" and was read as a usage limit."""
+    from registry.loader import worker_backend
+    from server.supervisor.workers.backend import classify_exit
+
+    opencode = worker_backend("opencode")
+    finished = json.dumps({"type": "step_finish", "timestamp": 1796182429973, "part": {"reason": "stop"}})
+    limited = json.dumps({"type": "error", "error": {"name": "APIError", "data": {"statusCode": 429}}})
+    common: dict[str, Any] = {"returncode": 0, "saw_result": True, "uptime_s": 30.0, "min_uptime_s": 5.0}
+    common |= {"resumed": None, "reported": None}
+    assert classify_exit(opencode, output_tail=finished, **common) == "clean"
+    assert classify_exit(opencode, output_tail=limited, **common) == "usage_limit"
