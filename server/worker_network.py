@@ -32,6 +32,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from server.errors import InvalidInput
+from server.processes import pid_alive
 
 PREFIX = "amid-net-"  # the host's socket folders: PREFIX<supervisor pid>-<random>
 INSIDE = Path("/amid-net")  # where a worker sees its socket folder
@@ -173,18 +174,8 @@ def sweep_stale() -> None:
     folder's name is gone, and so are its workers (they die with their parent)."""
     for folder in Path(tempfile.gettempdir()).glob(f"{PREFIX}*-*"):
         pid = folder.name[len(PREFIX) :].split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not pid_alive(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 async def _cancel_connections() -> None:

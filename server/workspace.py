@@ -18,6 +18,7 @@ from typing import Any
 from server.errors import Conflict, InvalidInput, NotFound
 from server.holdout_split import split_holdout
 from server.ledger import Ledger, utcnow
+from server.processes import pid_alive
 from server.repo import init_commit_store
 from tools.task.cases import discover_cases
 from tools.task.contract import TaskContract, load_contract, write_contract
@@ -305,21 +306,9 @@ def read_server_marker(ws: Workspace) -> dict[str, Any] | None:
     except (OSError, json.JSONDecodeError):
         return None
     same_host = marker.get("host") == socket.gethostname()
-    if same_host and not _pid_alive(int(marker.get("pid", 0))):
+    if same_host and not pid_alive(int(marker.get("pid", 0))):
         return None
     return dict(marker)
-
-
-def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def write_server_marker(ws: Workspace, url: str, admin_secret: str) -> None:

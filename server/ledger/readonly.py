@@ -27,6 +27,7 @@ from typing import Any
 import duckdb
 
 from server.errors import InvalidInput
+from server.processes import pid_alive
 
 DEFAULT_LIMIT = 1000
 MAX_LIMIT = 100_000
@@ -282,15 +283,5 @@ def _remove_orphans(folder: Path) -> None:
     """Snapshots left by processes that died (their pid is the second part of the name)."""
     for path in folder.glob("ledger-*-*.duckdb*") if folder.is_dir() else ():
         pid = path.name.split("-")[1]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not pid_alive(int(pid)):
             path.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
