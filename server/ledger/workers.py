@@ -36,6 +36,14 @@ class Workers:
                 "recorded_by, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [agent_id, event, from_state, to_state, session_id, json.dumps(detail, default=str), recorded_by, now],
             )
+            given = [int(i) for i in detail.get("heartbeat_ids") or []]
+            if given:  # a heartbeat given as the CLI's prompt is delivered: no tool result gives it again
+                marks = ", ".join("?" * len(given))
+                cur.execute(
+                    f"UPDATE heartbeats SET delivered_at = ? WHERE agent_id = ? AND delivered_at IS NULL "
+                    f"AND heartbeat_id IN ({marks})",
+                    [now, agent_id, *given],
+                )
         return from_state
 
     def state(self, agent_id: str) -> dict[str, Any] | None:

@@ -109,6 +109,21 @@ def test_inbox_is_delivered_once(tmp_path: Path) -> None:
         ledger.close()
 
 
+def test_a_heartbeat_given_as_a_workers_prompt_is_not_given_again_in_a_tool_result(tmp_path: Path) -> None:
+    # A resumed Claude Code worker read the heartbeat as its prompt and, in its next tool result, again.
+    ledger = Ledger(tmp_path / "a.duckdb")
+    try:
+        ledger.identities.create_token("alice", "agent")
+        given = ledger.activity.add_heartbeat("alice", "custom", "given by resume", "manager", None)
+        kept = ledger.activity.add_heartbeat("alice", "custom", "sent after the launch", "manager", None)
+        detail = {"resume": True, "heartbeat_ids": [given]}
+        ledger.workers.transition("alice", "claude-code", "running", "restarted", "s-1", detail, "manager")
+        assert [h["heartbeat_id"] for h in ledger.workers.undelivered_heartbeats("alice")] == [kept]
+        assert [row["prompt"] for row in ledger.activity.take_inbox("alice")] == ["sent after the launch"]
+    finally:
+        ledger.close()
+
+
 def test_attempts_of_an_older_ledger_keep_their_status_and_may_become_revoked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

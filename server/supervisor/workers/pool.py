@@ -229,8 +229,8 @@ class WorkerPool:
         detail: dict[str, Any] = {"resume": resume, "prompt": text[:200], "sandbox": self.sandbox_kind}
         detail["network"] = self._network(worker).describe() if self.sandbox_kind == "bwrap" else UNCONFINED_NET
         ids = [p.heartbeat_id for p in prompts if p.heartbeat_id is not None]
-        # Recorded before the CLI starts: a supervisor killed in between never gives these heartbeats
-        # again by resume (the agent still finds them in its next tool result); after, never twice.
+        # Recorded before the CLI starts, and the record marks them delivered: given once at most, never again
+        # by a resume or in a tool result (a supervisor killed in the instant before the start loses them).
         self._emit(worker, "running", event, **detail, **({"heartbeat_ids": ids} if ids else {}))
         try:
             worker.process = WorkerProcess(self.backend, command, worker.worktree, self._env(worker), worker.log_path)

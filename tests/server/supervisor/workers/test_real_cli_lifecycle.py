@@ -43,6 +43,14 @@ def _events(workspace: Workspace) -> list[str]:
     return [event for event, _, _ in transitions(workspace)]
 
 
+def _where(body: dict[str, Any], text: str) -> list[str]:
+    """Where `text` stands in a request: each message (index, role) or other top-level field holding it."""
+    places = [f"{k}" for k, v in body.items() if k != "messages" and text in json.dumps(v)]
+    for i, message in enumerate(body.get("messages", body.get("input", [])) or []):
+        places += [f"{i}:{message.get('role')}: {json.dumps(message)[:400]}"] * json.dumps(message).count(text)
+    return places
+
+
 def _one_session(workspace: Workspace, backend: str) -> str:
     """The CLI printed one session id over all its launches, and the ledger recorded only that one."""
     printed = printed_sessions(workspace, CLIS[backend])
@@ -85,7 +93,8 @@ def test_a_supervisor_killed_and_restarted_resumes_the_real_cli_session_and_give
     turns = [r for r in endpoint.requests + endpoint.held if HEARTBEAT in cli.last_user_text(r)]
     assert len(turns) == 1, f"the endpoint was given the heartbeat {len(turns)} times"
     last = endpoint.held[-1]  # the last turn of the session: everything before it, the heartbeat once
-    assert json.dumps(last).count("HEARTBEAT sent while no supervisor ran") == 1, json.dumps(last)[-2000:]
+    found = _where(last, "HEARTBEAT sent while no supervisor ran")
+    assert len(found) == 1, found
     assert "demo-liver-lesion-ct" in " ".join(cli.tool_results(last))  # the first run's get_task, same session
 
 
