@@ -23,6 +23,7 @@ from typing import Literal
 from server.jobs.gpu import GpuInfo
 
 Verdict = Literal["placed", "wait", "blocked", "impossible"]
+SLOT_WAIT = "waiting for a free slot: the concurrent job limit is reached"
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,7 @@ def _fairness_key(job: Waiting, loads: Mapping[str, AgentLoad]) -> tuple[int, in
 
 def _decide(job: Waiting, pool: _Pool) -> Placement:
     if pool.slots <= 0:
-        return Placement("wait", reason="waiting for a free slot: the concurrent job limit is reached")
+        return Placement("wait", reason=SLOT_WAIT)
     if job.gpus and pool.gpu_line_held_by is not None:
         # A stable text: naming the head of the line would rewrite every waiting job's state each time it moves.
         return Placement("wait", reason="waiting in line for GPUs (served fairly across agents)")

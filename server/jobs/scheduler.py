@@ -22,7 +22,7 @@ from server.jobs import files
 from server.jobs.backend import Backend, JobHandle, Observation
 from server.jobs.gpu import GpuInventory
 from server.jobs.notify import Listener, Notifier
-from server.jobs.placement import Placement, Waiting, agent_loads, place, plan_dispatch
+from server.jobs.placement import SLOT_WAIT, Placement, Waiting, agent_loads, place, plan_dispatch
 from server.jobs.spec import JobSpec, JobState
 from server.jobs.store import JobStore, LogTail
 from server.jobs.transitions import ended, observed
@@ -56,6 +56,9 @@ class JobScheduler:
         # Guards _states, _launching and _closing; re-entrant; notified on every committed change.
         self._lock = threading.Condition(threading.RLock())
         self._states: dict[str, JobState] = {}
+        # The jobs not yet ended, in submission order: what every dispatcher tick looks at, so a
+        # tick costs O(live jobs), not O(every job this run ever had).
+        self._live: dict[str, None] = {}
         self._by_key: dict[tuple[str, str], str] = {}  # (agent_id, idempotency_key) → job_id
         self._launching: dict[str, tuple[str, ...]] = {}
         self._closing = False
@@ -209,6 +212,10 @@ class JobScheduler:
         if save:
             self._store.save(state)
         self._states[state.job_id] = state
+        if state.is_terminal:
+            self._live.pop(state.job_id, None)
+        else:
+            self._live[state.job_id] = None
         if state.idempotency_key is not None:
             self._by_key[(state.agent_id, state.idempotency_key)] = state.job_id
         self._lock.notify_all()
@@ -216,8 +223,12 @@ class JobScheduler:
 
     def _reserved(self) -> set[str]:
         """GPUs held by started or starting jobs; the caller holds the lock."""
-        started = {u for s in self._states.values() if not s.is_terminal for u in s.gpu_uuids}
+        started = {u for s in self._live_states() for u in s.gpu_uuids}
         return started | {u for uuids in self._launching.values() for u in uuids}
+
+    def _live_states(self) -> builtins.list[JobState]:
+        """The states of the jobs not yet ended; the caller holds the lock."""
+        return [self._states[job_id] for job_id in self._live]
 
     def _fails(self, decision: Placement) -> bool:
         blocked_fails = decision.verdict == "blocked" and not self._queue_when_unplaceable
@@ -277,7 +288,7 @@ class JobScheduler:
 
     def _poll_active(self) -> None:
         with self._lock:
-            active = [s for s in self._states.values() if not s.is_terminal and s.backend_job_id is not None]
+            active = [s for s in self._live_states() if s.backend_job_id is not None]
         for state in active:
             try:
                 seen = self._backend.poll(self._handle(state))
@@ -297,13 +308,15 @@ class JobScheduler:
 
     def _dispatch_queued(self) -> None:
         with self._lock:
+            live = self._live_states()
             waiting = [
-                s for s in self._states.values()
-                if s.status == "queued" and s.backend_job_id is None and s.job_id not in self._launching
+                s for s in live if s.status == "queued" and s.backend_job_id is None and s.job_id not in self._launching
             ]  # fmt: skip
-            active = [s for s in self._states.values() if not s.is_terminal and s.backend_job_id is not None]
+            active = [s for s in live if s.backend_job_id is not None]
             reserved = self._reserved()
             slots = self._max_concurrent - len(active) - len(self._launching)
+        if slots <= 0:  # nothing starts this tick: only the jobs not yet told why they wait need a decision
+            waiting = [s for s in waiting if s.reason != SLOT_WAIT]
         if not waiting:
             return
         places = self._inventory is not None
@@ -314,7 +327,10 @@ class JobScheduler:
         reason = self._inventory.unavailable_reason if self._inventory else None
         loads = agent_loads((s.agent_id, len(s.gpu_uuids) or s.spec.gpus) for s in active)
         decisions = plan_dispatch(requests, inventory, reserved, loads, slots, reason)
+        told = {s.job_id: s.reason for s in waiting}
         for job_id, decision in decisions.items():
+            if decision.verdict != "placed" and not self._fails(decision) and decision.reason == told[job_id]:
+                continue  # it waits for the reason it already shows: nothing to write
             self._act_on(job_id, decision)
 
     def _act_on(self, job_id: str, decision: Placement) -> None:
