@@ -38,6 +38,16 @@ class Activity:
             list(row),
         )
 
+    def log_many(self, events: list[tuple[str, str | None, str | None, str | None, dict[str, Any] | None]]) -> None:
+        """Append many events (kind, agent_id, subject_type, subject_id, payload) in one statement (a bulk load)."""
+        now = utcnow()
+        self.db.insert_events(
+            [
+                (now, agent, kind, s_type, s_id, json.dumps(payload or {}, default=str))
+                for kind, agent, s_type, s_id, payload in events
+            ]
+        )
+
     def events(self, *, agent_id: str | None = None, kind: str | None = None, limit: int = 100) -> list[dict]:
         return self.db.fetchall(
             "SELECT * FROM events WHERE (? IS NULL OR agent_id = ?) AND (? IS NULL OR kind = ?) "

@@ -111,6 +111,79 @@ class Attempts:
                 cur.execute("UPDATE attempts SET manifest_path = ? WHERE attempt_id = ?", [manifest, attempt_id])
         return attempt_id, True
 
+    def create_many(self, news: list[NewAttempt]) -> list[tuple[str, bool]]:
+        """`create` for many attempts in one transaction and a few statements whatever their number
+        (a bulk load: an imported or generated history); (attempt_id, created) for each, in order.
+        The same rules: a known key of the same agent with the same content returns its attempt, with
+        other content it is a Conflict (and nothing is recorded). No `on_created` (no manifest)."""
+        contents = [new.content_digests() for new in news]
+        keys = sorted({new.idempotency_key for new in news if new.idempotency_key})
+        out: list[tuple[str, bool]] = []
+        with self.db.transaction() as cur:
+            known: dict[tuple[str, str], tuple[str, str | None]] = {}
+            if keys:
+                rows = cur.execute(
+                    "SELECT agent_id, idempotency_key, attempt_id, content_digests FROM attempts "
+                    "WHERE list_contains(?, idempotency_key)",
+                    [keys],
+                ).fetchall()
+                known = {(r[0], r[1]): (str(r[2]), r[3]) for r in rows}
+            first_of: dict[int, int] = {}  # a key repeated in the list: its first occurrence
+            seen: dict[tuple[str, str], int] = {}
+            for i, new in enumerate(news):
+                key = (new.agent_id, new.idempotency_key or "")
+                if new.idempotency_key and key not in known:
+                    first_of[i] = seen.setdefault(key, i)
+            fresh = [i for i, new in enumerate(news) if not new.idempotency_key or first_of.get(i) == i]
+            numbers = cur.execute("SELECT nextval('attempt_seq') FROM range(?)", [len(fresh)]).fetchall()
+            ids = dict(zip(fresh, (attempt_id_for(n) for n in sorted(int(r[0]) for r in numbers)), strict=True))
+            now = utcnow()
+            rows_in: list[list[Any]] = []
+            for i, (new, content) in enumerate(zip(news, contents, strict=True)):
+                if i not in ids:
+                    earlier = first_of.get(i)
+                    digests: str | None
+                    if earlier is not None:
+                        attempt_id, digests = ids[earlier], json.dumps(contents[earlier])
+                    else:
+                        attempt_id, digests = known[(new.agent_id, new.idempotency_key or "")]
+                    out.append((self._known(new, content, attempt_id, digests), False))
+                    continue
+                out.append((ids[i], True))
+                rows_in.append([
+                    ids[i], new.agent_id, new.lane_id, new.commit_sha, json.dumps(new.folds), new.budget_class,
+                    new.parent_attempt_id, json.dumps(new.inference_command) if new.inference_command else None,
+                    new.idempotency_key, new.summary, now, now, json.dumps(new.claims), json.dumps(content),
+                ])  # fmt: skip
+            if not rows_in:
+                return out
+            columns = [list(c) for c in zip(*rows_in, strict=True)]
+            types = ["VARCHAR"] * 10 + ["TIMESTAMP"] * 2 + ["VARCHAR"] * 2
+            cur.execute(
+                "INSERT INTO attempts (attempt_id, agent_id, lane_id, commit_sha, folds, status, budget_class, "
+                "parent_attempt_id, inference_command, idempotency_key, summary, created_at, updated_at, claims, "
+                "content_digests) SELECT c0, c1, c2, c3, c4, 'pending', c5, c6, c7, c8, c9, c10, c11, c12, c13 FROM "
+                f"(SELECT {', '.join(f'unnest(?::{t}[]) AS c{k}' for k, t in enumerate(types))})",
+                columns,
+            )
+            metrics = [
+                [ids[i], fold, metric, value, now]
+                for i, new in enumerate(news) if i in ids
+                for fold, scores in sorted(new.declared.items()) for metric, value in sorted(scores.items())
+            ]  # fmt: skip
+            if metrics:
+                cur.execute(
+                    "INSERT INTO metrics (attempt_id, source, scope, fold, metric, value, recorded_at) "
+                    "SELECT c0, 'agent', 'fold', c1, c2, c3, c4 FROM (SELECT unnest(?::VARCHAR[]) AS c0, "
+                    "unnest(?::INTEGER[]) AS c1, unnest(?::VARCHAR[]) AS c2, unnest(?::DOUBLE[]) AS c3, "
+                    "unnest(?::TIMESTAMP[]) AS c4)",
+                    [list(c) for c in zip(*metrics, strict=True)],
+                )
+            for i, new in enumerate(news):
+                if i in ids:
+                    self._insert_artifacts(cur, ids[i], new.artifacts)
+        return out
+
     @staticmethod
     def _by_key(cur: Any, new: NewAttempt, content: dict[str, str]) -> str | None:
         row = cur.execute(
@@ -119,6 +192,12 @@ class Attempts:
         ).fetchone()
         if row is None:
             return None
+        return Attempts._known(new, content, str(row[0]), row[1])
+
+    @staticmethod
+    def _known(new: NewAttempt, content: dict[str, str], attempt_id: str, digests: str | None) -> str:
+        """The attempt a repeated key names, if the content is the same (a Conflict naming the fields if not)."""
+        row = (attempt_id, digests)
         known = json.loads(row[1]) if row[1] else content  # attempts recorded before content was kept
         differing = sorted(name for name in content if known.get(name) != content[name])
         if differing:

@@ -52,6 +52,14 @@ CACHED_ANSWERS = 512  # `cached` answers kept (least recently used go first)
 _WRITES = re.compile(r"^\s*(?:INSERT\s+(?:OR\s+\w+\s+)?INTO|UPDATE|DELETE\s+FROM)\s+\"?(\w+)", re.IGNORECASE)
 _SCHEMA = re.compile(r"^\s*(?:CREATE|DROP|ALTER)\b", re.IGNORECASE)
 EVERY_TABLE = "*"
+# Many events rows in one statement, a list per column: binding one list costs far less than binding
+# six parameters a row (64 rows: 7 ms instead of 27 ms on a loaded 2-core machine), and the rows keep
+# their order (event ids follow it).
+_INSERT_EVENTS = (
+    "INSERT INTO events (occurred_at, agent_id, kind, subject_type, subject_id, payload) SELECT * FROM "
+    "(SELECT unnest(?::TIMESTAMP[]), unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), "
+    "unnest(?::VARCHAR[]), unnest(?::VARCHAR[]))"
+)
 T = TypeVar("T")
 
 
@@ -86,6 +94,8 @@ class Transaction:
         table = written_table(sql)
         if table is not None:
             self.written.add(table)
+            if self.db._batch is self:  # a read later in the batch must not be answered from before it
+                self.db.touch(table)
         self.db._before(sql)
         return self.db._con.execute(sql, list(params))
 
@@ -109,6 +119,7 @@ class Database:
         self._tables_read: dict[str, frozenset[str]] = {}
         self._views: dict[str, str] | None = None  # name → definition, read once per schema
         self._deferred_events: list[tuple[Any, ...]] = []
+        self._batch: Transaction | None = None  # the open `batch`, which every transaction joins
         if not read_only:
             self._migrate()
         self._human_reads = readonly.Snapshots(path, self.snapshot_to, path.parent / ".amid" / "snapshots")
@@ -135,8 +146,12 @@ class Database:
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:
         """All statements inside commit together or not at all (nothing half-written). Deferred
-        events flushed inside (a statement read events) go back to the queue on a rollback."""
+        events flushed inside (a statement read events) go back to the queue on a rollback.
+        Inside `batch`, the transaction is the batch's own (it commits with the batch)."""
         with self._lock:
+            if self._batch is not None:
+                yield self._batch
+                return
             self._con.execute("BEGIN TRANSACTION")
             cursor = Transaction(self)
             self._in_transaction = []
@@ -152,6 +167,25 @@ class Database:
             for table in cursor.written:
                 self.touch(table)
 
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Many ledger writes (each through its own method) committed as one transaction, for a
+        bulk load (an import, a generated history): a commit per write costs more than the write.
+        Every method's `transaction` joins it; an error anywhere rolls back the whole batch."""
+        with self._lock:
+            if self._batch is not None:
+                yield
+                return
+            with self.transaction() as cursor:
+                self._batch = cursor
+                try:
+                    yield
+                except BaseException:
+                    self.touch(EVERY_TABLE)  # answers computed inside saw writes that are rolled back
+                    raise
+                finally:
+                    self._batch = None
+
     def defer_event(self, row: tuple[Any, ...]) -> None:
         """An events row (occurred_at, agent_id, kind, subject_type, subject_id, payload) written
         with the next statement that reads events, a snapshot or `close`, at the latest after
@@ -162,6 +196,12 @@ class Database:
             if len(self._deferred_events) >= EVENT_BATCH:
                 self._flush_events()
 
+    def insert_events(self, rows: list[tuple[Any, ...]]) -> None:
+        """Many events rows (as `defer_event` takes them) written now, in one statement (a bulk load)."""
+        with self._lock:
+            self._deferred_events.extend(rows)
+            self._flush_events()
+
     def flush(self) -> None:
         """Write the deferred events now (a stopping server does, before anything that may outlast
         its client's patience)."""
@@ -171,9 +211,7 @@ class Database:
     def _flush_events(self) -> None:
         rows, self._deferred_events = self._deferred_events, []
         if rows:
-            values = ", ".join(["(?, ?, ?, ?, ?, ?)"] * len(rows))
-            sql = f"INSERT INTO events (occurred_at, agent_id, kind, subject_type, subject_id, payload) VALUES {values}"
-            self._con.execute(sql, [value for row in rows for value in row])
+            self._con.execute(_INSERT_EVENTS, [list(column) for column in zip(*rows, strict=True)])
             if self._in_transaction is not None:
                 self._in_transaction.extend(rows)  # committed with it, or queued again
             self.touch("events")
