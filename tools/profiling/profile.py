@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import time
 from pathlib import Path
 
@@ -76,11 +77,16 @@ def profile_dataset(request: ProfileRequest, progress: Progress | None = None) -
 
 
 def _stat_signature(path: str) -> str:
-    target = Path(path)
-    if not target.exists():
+    """name:size:mtime_ns of the file, or of every file under a folder; one stat per file (the key is
+    computed at every profile_data call, over every file of the dataset)."""
+    try:
+        info = os.stat(path)
+    except OSError:
         return "missing"
-    files = sorted(p for p in target.rglob("*") if p.is_file()) if target.is_dir() else [target]
-    return ";".join(f"{f.name}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in files)
+    if not stat.S_ISDIR(info.st_mode):
+        return f"{os.path.basename(path)}:{info.st_size}:{info.st_mtime_ns}"
+    files = sorted(p for p in Path(path).rglob("*") if p.is_file())
+    return ";".join(f"{f.name}:{s.st_size}:{s.st_mtime_ns}" for f in files for s in [f.stat()])
 
 
 def fingerprint(request: ProfileRequest) -> str:
