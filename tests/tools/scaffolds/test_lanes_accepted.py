@@ -148,7 +148,8 @@ async def submit_and_review(client: Client, payload: dict[str, Any]) -> tuple[di
 
 
 def failed(review: dict[str, Any]) -> list[str]:
-    return [f"{c['code']}: {c.get('message', '')}" for c in review.get("failed_checks", [])]
+    return [f"{c['code']}: {c.get('message', '')} {json.dumps(c.get('evidence', ''))[:3000]}"
+            for c in review.get("failed_checks", [])]  # fmt: skip
 
 
 # Open (issue 22): on 2026-12-02 the smoke-trained net (1 epoch x 16 iterations) was accepted once and, in
