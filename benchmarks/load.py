@@ -23,6 +23,7 @@ import asyncio
 import itertools
 import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -58,6 +59,7 @@ mcp.run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]), stateless_ht
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 TICKS = os.sysconf("SC_CLK_TCK")
 IDLE_S = 3.0
+PY_SPY = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))  # the venv's, off PATH
 
 
 @dataclass
@@ -66,6 +68,7 @@ class Tally:
     errors: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     first_error: dict[str, str] = field(default_factory=dict)
     acknowledged: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))  # key -> note ids
+    late: list[float] = field(default_factory=list)  # paced: how late each call started against its tick (s)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -93,7 +96,7 @@ async def rpc(http: httpx.AsyncClient, url: str, token: str, tool: str, argument
 def ledger_mix(agent: str, review_id: str, start: int) -> itertools.cycle[tuple[str, dict[str, Any]]]:
     """The agent's calls in order, from `start` on (agents do not all call the same tool in the
     same second); post_note keys are numbered per agent (filled in at call time)."""
-    calls = [
+    calls: list[tuple[str, dict[str, Any]]] = [
         ("get_task", {"include_case_ids": False}),
         ("list_lanes", {}),
         ("read_notes", {}),
@@ -134,6 +137,7 @@ async def _agent(
     while time.monotonic() < until:
         if paced:
             await asyncio.sleep(max(0.0, tick - time.monotonic()))
+            tally.late.append(max(0.0, time.monotonic() - tick))
             tick += 1.0
         await _one(http, url, token, agent, next(mix), tally, n)
         n += 1
@@ -217,7 +221,7 @@ async def _measure(
 
 def _py_spy(pid: int, out: Path, seconds: float) -> subprocess.Popen[bytes]:
     """Sample the server for the phase (collapsed stacks, one per line, count last)."""
-    command = ["py-spy", "record", "--pid", str(pid), "--format", "raw", "--duration", str(int(seconds)), "-o"]
+    command = [PY_SPY, "record", "--pid", str(pid), "--format", "raw", "--duration", str(int(seconds)), "-o"]
     return subprocess.Popen([*command, str(out), "--nonblocking"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -276,7 +280,8 @@ async def _wait_ready(url: str) -> None:
                 await asyncio.sleep(0.05)
 
 
-def run_bare(agents: int, seconds: float, mode: str = "stream") -> dict[str, Any]:
+def start_bare(mode: str = "stream") -> tuple[subprocess.Popen[bytes], str]:
+    """The bare SDK server (one trivial tool) on a free port, once it answers; `mode` "json" for JSON answers."""
     script = Path(tempfile.mkdtemp()) / "bare.py"
     script.write_text(BARE_SERVER, encoding="utf-8")
     port = _free_port()
@@ -284,13 +289,18 @@ def run_bare(agents: int, seconds: float, mode: str = "stream") -> dict[str, Any
         [sys.executable, str(script), str(port), mode], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     url = f"http://127.0.0.1:{port}/mcp"
+    asyncio.run(_wait_ready(url))
+    return process, url
+
+
+def run_bare(agents: int, seconds: float, mode: str = "stream") -> dict[str, Any]:
+    process, url = start_bare(mode)
     try:
-        asyncio.run(_wait_ready(url))
         names = {f"agent-{i:02d}": "none" for i in range(agents)}
-        mixes = {a: itertools.cycle([("ping", {})]) for a in names}
+        mixes: dict[str, Any] = {a: itertools.cycle([("ping", {})]) for a in names}
         return asyncio.run(_measure(url, process.pid, names, mixes, seconds))
     finally:
-        stop_server(process)  # type: ignore[arg-type]
+        stop_server(process)
 
 
 def run_amid(agents: int, seconds: float, spy: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:

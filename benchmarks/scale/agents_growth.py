@@ -1,0 +1,307 @@
+"""How one `amid serve` grows with agents: 16, 64 and 256 paced agents over HTTP, beside a bare SDK server.
+
+Reuses benchmarks/load.py's pieces (the same agents, the same mix of ledger tools, the same raw JSON-RPC
+`tools/call` over stateless Streamable HTTP, each agent with its own bearer token). Every agent calls
+once per second (paced); the sizes run one after another against one server, each for `--seconds`.
+Per size: errors (must be 0), calls/s against the calls due, how far behind its pace an agent's call
+starts (a server that keeps up keeps it near 0), p50/p99 per tool, the server's CPU per call and in cores (utime +
+stime from /proc), and the client's own CPU in cores and its event loop's lag (one loop, one
+connection pool with keep-alive for all agents: a client that saturates its core shows here, not as
+server latency). Reference in the same run: the MCP SDK's bare `MCPServer` with one trivial tool,
+answering JSON (as amid answers calls that ask for no progress), under the same agents.
+
+Where one server stops scaling: the first size at which the agents fall behind their pace, its p99
+climbs past 3x the smallest size's, or it uses most of one core (a Python process runs its request
+handling on one core). A separate, unmeasured phase at the largest size samples the server with
+py-spy (when installed) and names the hot spots. Afterwards every acknowledged post_note is audited
+in the ledger (exactly once).
+
+    python benchmarks/scale/agents_growth.py [--agents 16 64 256] [--seconds 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from benchmarks import load
+from benchmarks._common import demo_workspace, write_result
+from server import admin
+from server.demo import start_server, stop_server
+from server.ledger import Ledger
+from server.workspace import Workspace
+
+SIZES = (16, 64, 256)
+PROBE_S = 0.01  # the client's event-loop lag probe: how late a 10 ms sleep wakes
+RETRY_SHARE = 1 / 28  # one call in 7 is post_note, one post_note in 4 is sent twice
+BEHIND_LIMIT_MS = 250.0  # a paced call starting this late (p99): the agents no longer keep their pace
+SATURATED_CORES = 0.85  # of the one core a Python server's event loop and GIL give it
+PROJECT_DIRS = ("/server/", "/tools/")
+
+
+def make_tokens(workspace: Workspace, count: int) -> dict[str, str]:
+    """Agent tokens through the ledger's own write path (one open, not one CLI call each)."""
+    ledger = Ledger(workspace.ledger_path)
+    try:
+        return {f"agent-{i:03d}": admin.token_create(ledger, f"agent-{i:03d}", "agent")["token"] for i in range(count)}
+    finally:
+        ledger.close()
+
+
+async def _paced_size(
+    url: str, pid: int, agents: dict[str, str], mixes: dict[str, Any], seconds: float, idle_per_s: float
+) -> tuple[dict[str, Any], load.Tally]:
+    lag: list[float] = []
+    done = asyncio.Event()
+
+    async def probe() -> None:
+        while not done.is_set():
+            started = time.perf_counter()
+            await asyncio.sleep(PROBE_S)
+            lag.append(time.perf_counter() - started - PROBE_S)
+
+    server_before, client_before, started = load.cpu_seconds(pid), time.process_time(), time.monotonic()
+    prober = asyncio.create_task(probe())
+    tally = await load._phase(url, agents, mixes, seconds, paced=True)
+    wall = time.monotonic() - started
+    done.set()
+    await prober
+    server_cpu, client_cpu = load.cpu_seconds(pid) - server_before, time.process_time() - client_before
+    out = load.summarize(tally, wall, server_cpu)
+    out.pop("per_tool")
+    calls = max(out["calls"], 1)
+    retries = RETRY_SHARE if "post_note" in tally.latencies or "post_note" in tally.errors else 0
+    late = tally.late or [0.0]
+    out.update(
+        agents=len(agents),
+        wall_s=round(wall, 2),
+        calls_due_per_s=round(len(agents) * (1 + retries), 1),
+        behind_pace_p50_ms=round(1000 * statistics.median(late), 1),
+        behind_pace_p99_ms=round(1000 * load._quantile(late, 0.99), 1),
+        behind_pace_max_ms=round(1000 * max(late), 1),
+        server_cores=round(server_cpu / wall, 3),
+        server_cpu_ms_per_call_net_of_idle=round(1000 * (server_cpu - idle_per_s * wall) / calls, 2),
+        client_cores=round(client_cpu / wall, 3),
+        client_cpu_ms_per_call=round(1000 * client_cpu / calls, 2),
+        client_loop_lag_p50_ms=round(1000 * statistics.median(lag), 1) if lag else None,
+        client_loop_lag_p99_ms=round(1000 * load._quantile(lag, 0.99), 1) if lag else None,
+        load_average_1min=round(os.getloadavg()[0], 2),
+        per_tool=load.summarize(tally, wall, server_cpu)["per_tool"],
+    )
+    return out, tally
+
+
+async def _series(
+    url: str, pid: int, tokens: dict[str, str], mix_for: Any, sizes: list[int], seconds: float, idle_s: float
+) -> tuple[list[dict[str, Any]], list[load.Tally]]:
+    warm = load.Tally()
+    first = next(iter(tokens))
+    await load._warm_up(url, {f"{first}@warm": tokens[first]}, {f"{first}@warm": mix_for(f"{first}@warm", 0)}, warm)
+    before = load.cpu_seconds(pid)
+    await asyncio.sleep(idle_s)  # the server's own background work (scheduler, reviewer pool)
+    idle_per_s = (load.cpu_seconds(pid) - before) / idle_s
+    rows, tallies = [], [warm]
+    for size in sizes:
+        # a label per size keeps post_note keys distinct between sizes (the token, the identity, is the same)
+        agents = {f"{a}@{size}": tokens[a] for a in list(tokens)[:size]}
+        mixes = {a: mix_for(a, n) for n, a in enumerate(agents)}
+        row, tally = await _paced_size(url, pid, agents, mixes, seconds, idle_per_s)
+        row["idle_server_cpu_ms_per_s"] = round(1000 * idle_per_s, 2)
+        rows.append(row)
+        tallies.append(tally)
+        keys = ("calls_per_s", "calls_due_per_s", "behind_pace_p99_ms", "p50_ms", "p99_ms", "server_cores")
+        brief = {k: row[k] for k in keys}
+        print(f"  {size} agents: {json.dumps({**brief, 'errors': row['errors'], 'client_cores': row['client_cores']})}")
+    return rows, tallies
+
+
+async def _profiled(url: str, pid: int, tokens: dict[str, str], mix_for: Any, seconds: float, out: Path) -> load.Tally:
+    """An extra paced phase at the largest size with py-spy sampling the server (not measured: py-spy takes CPU)."""
+    agents = {f"{a}@spy": t for a, t in tokens.items()}
+    mixes = {a: mix_for(a, n) for n, a in enumerate(agents)}
+    recorder = load._py_spy(pid, out, seconds)
+    tally = await load._phase(url, agents, mixes, seconds, paced=True)
+    recorder.wait()
+    return tally
+
+
+def hot_spots(raw: Path, top: int = 12) -> dict[str, Any]:
+    """py-spy's raw output (one collapsed stack a line, outermost frame first, sample count last):
+    self samples by function and by package, and inclusive samples of the project's own functions."""
+    by_function: Counter[str] = Counter()
+    by_package: Counter[str] = Counter()
+    inclusive: Counter[str] = Counter()
+    total = 0
+    for line in raw.read_text(encoding="utf-8", errors="replace").splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if not stack or not count_text.isdigit():
+            continue
+        count = int(count_text)
+        frames = stack.split(";")
+        total += count
+        by_function[_short(frames[-1])] += count
+        by_package[_package(frames[-1])] += count
+        for name in {_short(f) for f in frames if any(d in f for d in PROJECT_DIRS) and "site-packages" not in f}:
+            inclusive[name] += count
+
+    def share(counter: Counter[str]) -> list[dict[str, Any]]:
+        return [{"frame": k, "share": round(v / max(total, 1), 3)} for k, v in counter.most_common(top)]
+
+    return {
+        "samples": total,
+        "self_by_package": share(by_package),
+        "self_by_function": share(by_function),
+        "inclusive_project": share(inclusive),
+    }
+
+
+def _short(frame: str) -> str:
+    name, _, where = frame.partition(" (")
+    path = where.rstrip(")").rsplit(":", 1)[0]
+    if "site-packages/" in path:
+        path = path.split("site-packages/", 1)[1]
+    for d in PROJECT_DIRS:
+        if d in path:
+            path = d.strip("/") + "/" + path.split(d, 1)[1]
+            break
+    return f"{name} ({path})"
+
+
+def _package(frame: str) -> str:
+    path = frame.partition(" (")[2]
+    if "site-packages/" in path:
+        return path.split("site-packages/", 1)[1].split("/", 1)[0].removesuffix(".py")
+    for d in PROJECT_DIRS:
+        if d in path:
+            return d.strip("/") + "/ (AMID)"
+    if "/lib/python" in path:
+        return "stdlib/" + path.split("/lib/python", 1)[1].split("/", 2)[1].removesuffix(".py")
+    return path.split(":")[0] or "?"
+
+
+def scaling(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Growth against the smallest size, and the first size where the one server stops keeping up."""
+    base = rows[0]
+    growth = [
+        {
+            "agents": r["agents"],
+            "calls_per_s_x": round(r["calls_per_s"] / max(base["calls_per_s"], 1e-9), 2),
+            "p99_x": round(r["p99_ms"] / max(base["p99_ms"], 1e-9), 2) if r["p99_ms"] and base["p99_ms"] else None,
+            "server_cpu_per_call_x": round(
+                r["server_cpu_ms_per_call_net_of_idle"] / max(base["server_cpu_ms_per_call_net_of_idle"], 1e-9), 2
+            ),
+        }
+        for r in rows
+    ]
+    stops = None
+    for r, g in zip(rows, growth, strict=True):
+        reasons = []
+        if r["behind_pace_p99_ms"] > BEHIND_LIMIT_MS:
+            reasons.append(f"agents fell behind their pace (p99 {r['behind_pace_p99_ms']:.0f} ms late)")
+        if g["p99_x"] is not None and g["p99_x"] > 3:
+            reasons.append(f"p99 {g['p99_x']}x the smallest size's")
+        if r["server_cores"] >= SATURATED_CORES:
+            reasons.append(f"server at {r['server_cores']} cores")
+        if reasons:
+            stops = {"agents": r["agents"], "why": reasons, "client_cores": r["client_cores"]}
+            break
+    cpu_ms = statistics.median(max(r["server_cpu_ms_per_call_net_of_idle"], 1e-3) for r in rows)
+    return {
+        "growth_vs_smallest": growth,
+        "stops_scaling_at": stops,
+        "one_core_capacity_calls_per_s": round(1000 / cpu_ms, 1),
+        "one_core_capacity_paced_agents": int(1000 / cpu_ms / (1 + RETRY_SHARE)),
+    }
+
+
+def run(sizes: list[int], seconds: float, idle_s: float = load.IDLE_S, spy: bool = False) -> dict[str, Any]:
+    """Both servers at every size; returns the result payload (main writes it)."""
+    sizes = sorted(sizes)
+    ws = demo_workspace()
+    tokens = make_tokens(ws, sizes[-1])
+    review_id = load._known_review(ws, "agent-000")
+
+    def amid_mix(agent: str, n: int) -> Any:
+        return load.ledger_mix(agent, review_id, n)
+
+    def bare_mix(agent: str, n: int) -> Any:
+        return itertools.cycle([("ping", {})])
+
+    process, url = start_server(ws.root)
+    profile = None
+    try:
+        print(f"amid serve, paced agents {sizes}, {seconds:g} s each")
+        amid, tallies = asyncio.run(_series(url, process.pid, tokens, amid_mix, sizes, seconds, idle_s))
+        if spy and Path(load.PY_SPY).is_file():
+            raw = Path(tempfile.mkdtemp()) / "amid.raw.txt"
+            print(f"  profiling {sizes[-1]} agents with py-spy")
+            tallies.append(asyncio.run(_profiled(url, process.pid, tokens, amid_mix, seconds, raw)))
+            profile = hot_spots(raw) if raw.is_file() else {"error": "py-spy wrote nothing"}
+    finally:
+        stop_server(process)
+    exactly_once = load.audit(ws, tallies)
+    print(f"bare SDK server (one trivial tool, json_response=True), paced agents {sizes}")
+    bare_process, bare_url = load.start_bare("json")
+    try:
+        names = {a: "none" for a in tokens}
+        bare, _ = asyncio.run(_series(bare_url, bare_process.pid, names, bare_mix, sizes, seconds, idle_s))
+    finally:
+        stop_server(bare_process)
+    ratios = {
+        str(a["agents"]): {
+            "server_cpu_per_call": round(
+                a["server_cpu_ms_per_call_net_of_idle"] / max(b["server_cpu_ms_per_call_net_of_idle"], 1e-9), 2
+            ),
+            "p99": round(a["p99_ms"] / max(b["p99_ms"], 1e-9), 2) if a["p99_ms"] and b["p99_ms"] else None,
+        }
+        for a, b in zip(amid, bare, strict=True)
+    }
+    print(f"exactly-once audit: {json.dumps(exactly_once)}")
+    return {
+        "command": f"python benchmarks/scale/agents_growth.py --agents {' '.join(map(str, sizes))}"
+        f" --seconds {seconds:g}",
+        "sizes": sizes,
+        "seconds_per_size": seconds,
+        "pacing": "each agent one call per second, agents spread over the first second",
+        "reference": "MCP SDK MCPServer, one trivial tool (ping), stateless HTTP, json_response=True",
+        "client": "one process, one asyncio loop, one httpx.AsyncClient pool (keep-alive) for all agents",
+        "errors_total": sum(sum(r["errors"].values()) for r in amid + bare),
+        "amid": amid,
+        "bare_sdk_json_response": bare,
+        "ratio_amid_over_bare": ratios,
+        "amid_scaling": scaling(amid),
+        "bare_scaling": scaling(bare),
+        "amid_hot_spots_at_largest": profile,
+        "post_note_audit": exactly_once,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--agents", type=int, nargs="+", default=list(SIZES))
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--idle-s", type=float, default=load.IDLE_S, help="idle CPU measured before the sizes")
+    parser.add_argument("--no-py-spy", action="store_true", help="skip the profiled phase at the largest size")
+    parser.add_argument("--name", default="agents_growth", help="result file benchmarks/results/NAME.json")
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    payload = run(args.agents, args.seconds, idle_s=args.idle_s, spy=not args.no_py_spy)
+    payload["wall_s"] = round(time.monotonic() - started, 1)
+    print(f"scaling: {json.dumps(payload['amid_scaling']['stops_scaling_at'])}")
+    print(f"written {write_result(args.name, payload)}")
+
+
+if __name__ == "__main__":
+    main()
