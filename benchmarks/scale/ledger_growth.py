@@ -40,7 +40,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks._common import demo_workspace, write_result
-from benchmarks.load import BARE_SERVER, _free_port, _wait_ready, rpc
+from benchmarks.load import BARE_SERVER, _free_port, _wait_ready, cpu_seconds, rpc
 from server.demo import start_server, stop_server
 from server.ledger import Ledger
 from server.ledger.attempts import NewAttempt
@@ -143,7 +143,7 @@ def _single(ledger: Ledger, first: int, n: int) -> dict[str, float]:
     return {f"ms_per_{key}": round(1000 * value / count, 2) for key, value in spent.items()}
 
 
-def populate(ws: Workspace, n: int) -> dict[str, Any]:
+def populate(ws: Workspace, n: int, single_n: int = SINGLE) -> dict[str, Any]:
     """The generated history, through the ledger's write path (no server runs yet): per BATCH
     attempts, `Attempts.create_many` and `Activity.log_many` (the ledger's bulk methods), then each
     note and review through `Notes.add` and `Reviews.request/start/finish`, all in one
@@ -151,7 +151,7 @@ def populate(ws: Workspace, n: int) -> dict[str, Any]:
     ledger = Ledger(ws.ledger_path)
     spent = dict.fromkeys(("attempts_s", "events_s", "notes_and_reviews_s"), 0.0)
     started = time.perf_counter()
-    bulk = max(n - SINGLE, 0)
+    bulk = max(n - single_n, 0)
     try:
         _lanes(ledger)
         now = utcnow()
@@ -205,13 +205,19 @@ async def _timed(http: httpx.AsyncClient, url: str, token: str, tool: str, args:
     return time.perf_counter() - t0
 
 
-async def _tool_calls(url: str, tokens: dict[str, str], pending: list[tuple[str, str]], calls: int) -> dict:
+async def _tool_calls(
+    url: str, pid: int, tokens: dict[str, str], pending: list[tuple[str, str]], calls: int
+) -> dict[str, Any]:
+    """Per tool: wall time per call (p50/p99) and the server's CPU per call (warm phase: utime +
+    stime of `amid serve` over the calls, which a busy machine inflates less than wall time)."""
     out: dict[str, Any] = {"warm": {}, "after_write": {}}
     async with httpx.AsyncClient(timeout=300) as http:
         for tool, args in TOOLS.items():
             token = tokens["supervisor" if tool in SUPERVISOR_TOOLS else AGENTS[0]]
             await rpc(http, url, token, tool, args)  # first call imports the tool's module
+            cpu = cpu_seconds(pid)
             out["warm"][tool] = _stats([await _timed(http, url, token, tool, args) for _ in range(calls)])
+            out["warm"][tool]["server_cpu_ms_per_call"] = round(1000 * (cpu_seconds(pid) - cpu) / calls, 2)
         for tool, args in TOOLS.items():
             token = tokens["supervisor" if tool in SUPERVISOR_TOOLS else AGENTS[0]]
             times = []
@@ -251,18 +257,18 @@ def _cli(ws: Workspace, *args: str) -> float:
     return time.perf_counter() - t0
 
 
-def measure_size(n: int, calls: int) -> dict[str, Any]:
+def measure_size(n: int, calls: int, single_n: int = SINGLE) -> dict[str, Any]:
     ws = demo_workspace()
     tokens = {a: admin_call(ws, "token_create", {"name": a, "role": "agent"})["token"] for a in AGENTS}
     tokens["supervisor"] = admin_call(ws, "token_create", {"name": "supervisor", "role": "supervisor"})["token"]
     print(f"  {n} attempts: writing the history through the ledger ...", flush=True)
-    written = populate(ws, n)
+    written = populate(ws, n, single_n)
     print(f"    {json.dumps(written)}", flush=True)
     ledger = Ledger(ws.ledger_path, read_only=True)
     try:
         rows = ledger.db.fetchall(
             "SELECT agent_id, attempt_id FROM attempts WHERE status = 'pending' ORDER BY attempt_id DESC LIMIT ?",
-            [10 * calls],
+            [len(TOOLS) * max(calls // 2, 5) + 10],
         )
     finally:
         ledger.close()
@@ -270,7 +276,7 @@ def measure_size(n: int, calls: int) -> dict[str, Any]:
     pending.reverse()  # pop() takes the newest
     process, url = start_server(ws.root)
     try:
-        tools = asyncio.run(_tool_calls(url, tokens, pending, calls))
+        tools = asyncio.run(_tool_calls(url, process.pid, tokens, pending, calls))
         ticks = asyncio.run(_supervisor_ticks(url, tokens["supervisor"]))
         with tempfile.TemporaryDirectory() as scratch:
             report_s = _cli(ws, "report", "--out", str(Path(scratch) / "report.html"))
@@ -304,14 +310,16 @@ def measure_bare(calls: int) -> dict[str, Any]:
     )
     url = f"http://127.0.0.1:{port}/mcp"
 
-    async def run() -> list[float]:
+    async def run() -> dict[str, Any]:
         await _wait_ready(url)
         async with httpx.AsyncClient(timeout=60) as http:
             await rpc(http, url, "none", "ping", {})
-            return [await _timed(http, url, "none", "ping", {}) for _ in range(calls)]
+            cpu = cpu_seconds(process.pid)
+            stats = _stats([await _timed(http, url, "none", "ping", {}) for _ in range(calls)])
+            return {**stats, "server_cpu_ms_per_call": round(1000 * (cpu_seconds(process.pid) - cpu) / calls, 2)}
 
     try:
-        return _stats(asyncio.run(run()))
+        return asyncio.run(run())
     finally:
         stop_server(process)
 
@@ -326,6 +334,11 @@ def summarize(sizes: list[dict[str, Any]], bare: dict[str, Any]) -> dict[str, An
         for tool in TOOLS:
             a, b = small[phase][tool], large[phase][tool]
             growth[f"{phase}.{tool}.p99"] = round(b["p99_ms"] / max(a["p99_ms"], 1e-9), 2)
+    for tool in TOOLS:
+        a, b = small["warm"][tool], large["warm"][tool]
+        growth[f"warm.{tool}.server_cpu"] = round(
+            b["server_cpu_ms_per_call"] / max(a["server_cpu_ms_per_call"], 1e-9), 2
+        )
     for key in ("report_s", "export_s"):
         growth[key] = round(large[key] / max(small[key], 1e-9), 2)
     growth["supervisor_tick"] = round(
@@ -336,10 +349,18 @@ def summarize(sizes: list[dict[str, Any]], bare: dict[str, Any]) -> dict[str, An
         for phase in ("warm", "after_write")
         for tool in TOOLS
     }
+    cpu_ratios = {
+        tool: [
+            round(s["warm"][tool]["server_cpu_ms_per_call"] / max(bare["server_cpu_ms_per_call"], 1e-9), 2)
+            for s in sizes
+        ]
+        for tool in TOOLS
+    }
     worst_p99 = max(s[phase][t]["p99_ms"] for s in sizes for phase in ("warm", "after_write") for t in TOOLS)
     return {
         "growth_largest_over_smallest": growth,
         "p50_over_bare_ping_p50": ratios,
+        "warm_server_cpu_over_bare_ping": cpu_ratios,
         "bounds": BOUNDS,
         "worst_tool_p99_ms": worst_p99,
         "worst_report_s": max(s["report_s"] for s in sizes),
@@ -351,16 +372,28 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     parser.add_argument("--calls", type=int, default=50, help="timed calls per tool (half as many after writes)")
+    parser.add_argument("--single", type=int, default=SINGLE, help="attempts written one write at a time, timed")
     parser.add_argument("--name", default="ledger_growth", help="results file name (benchmarks/results/NAME.json)")
     args = parser.parse_args(argv)
     load_before = os.getloadavg()[0]
     print(f"bare SDK server, {args.calls} ping calls", flush=True)
     bare = measure_bare(args.calls)
     print(f"  {bare}", flush=True)
-    sizes = [measure_size(n, args.calls) for n in args.sizes]
-    payload = {
+    sizes: list[dict[str, Any]] = []
+    for n in args.sizes:
+        sizes.append(measure_size(n, args.calls, args.single))
+        payload = _payload(args, load_before, bare, sizes)
+        write_result(args.name, payload)  # after each size: a long run that is stopped keeps what it measured
+    path = write_result(args.name, payload)
+    print(f"growth {args.sizes[0]} → {args.sizes[-1]}: {json.dumps(payload['growth_largest_over_smallest'])}")
+    print(f"bounds held: {payload['bounds_held']}; written {path}")
+    return payload
+
+
+def _payload(args: argparse.Namespace, load_before: float, bare: dict[str, Any], sizes: list[dict[str, Any]]) -> dict:
+    return {
         "command": f"python benchmarks/scale/ledger_growth.py --sizes {' '.join(map(str, args.sizes))} "
-        f"--calls {args.calls}",
+        f"--calls {args.calls} --single {args.single}",
         "load_average_1min_before": round(load_before, 2),
         "load_average_1min_after": round(os.getloadavg()[0], 2),
         "agents": len(AGENTS),
@@ -368,12 +401,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "per_attempt": {"events": EVENTS_PER_ATTEMPT, "notes": 1 / NOTE_EVERY, "reviews": 1 / REVIEW_EVERY},
         "bare_sdk_ping": bare,
         "sizes": sizes,
+        "sizes_done": [s["attempts"] for s in sizes],
         **summarize(sizes, bare),
     }
-    path = write_result(args.name, payload)
-    print(f"growth {args.sizes[0]} → {args.sizes[-1]}: {json.dumps(payload['growth_largest_over_smallest'])}")
-    print(f"bounds held: {payload['bounds_held']}; written {path}")
-    return payload
 
 
 if __name__ == "__main__":

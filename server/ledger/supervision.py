@@ -137,7 +137,8 @@ class Supervision:
     # --- evidence and the final choice ---------------------------------------------------------
     def evidence(self, limit: int) -> list[dict[str, Any]]:
         """Reviewed or pending attempts with verified primary scores, fold spread and gate, oldest first."""
-        return self.db.fetchall("SELECT * FROM v_evidence ORDER BY created_at, attempt_id LIMIT ?", [limit])
+        # kept between writes (a supervisor polls every few seconds; most ticks find nothing new)
+        return self.db.cached_fetchall("SELECT * FROM v_evidence ORDER BY created_at, attempt_id LIMIT ?", [limit])
 
     def choose_final(self, row: dict[str, Any], by: str) -> tuple[int, bool]:
         """Record the final choice once: a repeat returns the first (choice_id, created)."""
