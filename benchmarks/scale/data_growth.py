@@ -59,6 +59,7 @@ TILE_LABELS = {"background": 0, "nucleus": 1}
 SPACING = (0.8, 0.8, 2.5)
 TOLERANCE_MM = 2.0
 SAMPLE_S = 0.05
+TICKS = os.sysconf("SC_CLK_TCK")
 
 
 # ---------------------------------------------------------------- data
@@ -164,6 +165,16 @@ def generate(root: Path, args: argparse.Namespace) -> dict[str, Path]:
     return folders
 
 
+def reuse(root: Path, args: argparse.Namespace) -> dict[str, Path] | None:
+    """The datasets a previous run with --data generated in `root`, if all are there."""
+    names = [f"{kind}_{n}" for kind in ("ct", "tiles") for n in args.sizes]
+    names += ["large"] if args.large and not args.skip_large else []
+    if not all((root / name / "dataset.json").is_file() for name in names):
+        return None
+    print(f"reusing the datasets in {root}", flush=True)
+    return {name: root / name for name in names}
+
+
 def data_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file() and p.name.endswith((".nii.gz", ".png")))
 
@@ -195,6 +206,27 @@ def _children() -> dict[int, int]:
     return parents
 
 
+def tree_cpu_seconds(pid: int) -> float:
+    """utime + stime of a process and of its children it has waited for (cutime, cstime)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(v) for v in fields[11:15]) / TICKS
+
+
+def _wait_workers_reaped(root: int, timeout_s: float = 20.0) -> None:
+    """Until the profiler's pool workers have exited and been waited for (their CPU is in cstime then)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        alive = []
+        for pid in process_tree(root)[1:]:
+            try:
+                alive.append(b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes())
+            except OSError:
+                continue
+        if not any(alive):
+            return
+        time.sleep(0.1)
+
+
 def process_tree(root: int) -> list[int]:
     parents = _children()
     tree, frontier = [root], [root]
@@ -212,6 +244,7 @@ class TreeSampler:
         self.hwm: dict[int, int] = {}
         self.max_total_rss = 0
         self.pids_seen: set[int] = set()
+        self.spawned: dict[int, bool] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -232,15 +265,26 @@ class TreeSampler:
                 self.pids_seen.add(pid)
                 total += status.get("VmRSS", 0)
                 self.hwm[pid] = max(self.hwm.get(pid, 0), status.get("VmHWM", 0))
+            self._run_once()
             self.max_total_rss = max(self.max_total_rss, total)
             self._stop.wait(SAMPLE_S)
 
+    def _run_once(self) -> None:
+        for pid in self.pids_seen - set(self.spawned):
+            try:
+                command = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            self.spawned[pid] = b"spawn_main" in command  # the profiler's pool; not the reviewer's forkserver
+
     def summary(self) -> dict[str, Any]:
-        workers = [v for pid, v in self.hwm.items() if pid != self.root]
+        workers = [v for pid, v in self.hwm.items() if self.spawned.get(pid)]
+        helpers = [v for pid, v in self.hwm.items() if pid != self.root and not self.spawned.get(pid)]
         return {
             "server_peak_rss_bytes": self.hwm.get(self.root, 0),
             "worker_peak_rss_bytes": max(workers, default=0),
-            "workers_seen": len(self.pids_seen - {self.root}),
+            "server_helpers_peak_rss_bytes": max(helpers, default=0),  # reviewer pool's forkserver, tracker
+            "workers_seen": len(workers),
             "new_processes": len(self.pids_seen - self._baseline),
             "tree_peak_total_rss_bytes": self.max_total_rss,
         }
@@ -262,6 +306,17 @@ def _idat(raw: bytes) -> bytes:
 
 def _inflate_file(job: tuple[str, str]) -> int:
     """Read one file and inflate all of it: a .nii.gz's gzip stream, a PNG's zlib image data."""
+    return _inflate_timed(job)[0]
+
+
+def _inflate_timed(job: tuple[str, str]) -> tuple[int, float]:
+    """The inflated size and the CPU seconds this process spent reading and inflating."""
+    started = time.process_time()
+    size = _inflate(job)
+    return size, time.process_time() - started
+
+
+def _inflate(job: tuple[str, str]) -> int:
     path, how = job
     with open(path, "rb") as handle:
         raw = handle.read()
@@ -296,8 +351,10 @@ def floor_child(folder: Path, workers: int, out: Path) -> None:
         floor: dict[str, float] = {"pool_start_s": time.perf_counter() - started}
         for how in ("isal", "zlib"):
             started = time.perf_counter()
-            total = sum(pool.map(_inflate_file, [(f, how) for f in files], chunksize=4))
+            done = list(pool.map(_inflate_timed, [(f, how) for f in files], chunksize=4))
             floor[f"read_inflate_{how}_s"] = time.perf_counter() - started
+            floor[f"read_inflate_{how}_cpu_s"] = sum(cpu for _, cpu in done)
+            total = sum(size for size, _ in done)
         floor["inflated_bytes"] = total
     out.write_text(json.dumps(floor), encoding="utf-8")
 
@@ -305,8 +362,13 @@ def floor_child(folder: Path, workers: int, out: Path) -> None:
 def run_floor(folder: Path, workers: int, work: Path) -> dict[str, float]:
     out = work / f"floor_{folder.name}.json"
     command = [sys.executable, __file__, "--floor-child", str(folder), str(workers), str(out)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(command, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    return dict(json.loads(out.read_text(encoding="utf-8")))
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    floor = dict(json.loads(out.read_text(encoding="utf-8")))
+    # the child's CPU, its pool included: interpreter and pool start, then the two passes (ISA-L, zlib)
+    floor["child_cpu_s"] = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return floor
 
 
 # ---------------------------------------------------------------- profile_data through amid serve
@@ -357,22 +419,28 @@ def profile_through_server(folder: Path, work: Path) -> dict[str, Any]:
     try:
         token = admin_call(workspace, "token_create", {"name": "bench", "role": "agent"})["token"]
         _rpc(url, token, "get_task", {"include_case_ids": False})  # the server's own start, apart
+        cpu_before = tree_cpu_seconds(process.pid)
         with TreeSampler(process.pid) as first_memory:
             started = time.perf_counter()
             first, calls = _until_ready(url, token)
             first_s = time.perf_counter() - started
+            _wait_workers_reaped(process.pid)
+        first_cpu = tree_cpu_seconds(process.pid) - cpu_before
         profile_json = ws_path / "memory" / "profile" / "profile.json"
         written = profile_json.stat().st_mtime_ns
+        cpu_before = tree_cpu_seconds(process.pid)
         with TreeSampler(process.pid) as second_memory:
             started = time.perf_counter()
             second = _rpc(url, token, "profile_data", {"wait_s": 55})
             second_s = time.perf_counter() - started
+        second_cpu = tree_cpu_seconds(process.pid) - cpu_before
         profile = json.loads(profile_json.read_text(encoding="utf-8"))
     finally:
         stop_server(process)
     cases = profile["cases"]
     return {
         "tool_first_call_s": first_s,
+        "tool_first_call_cpu_s": first_cpu,  # the server and its pool workers, user + system
         "tool_calls_until_ready": calls,
         "profile_seconds": profile["seconds"],
         "profile_workers": profile.get("n_workers"),
@@ -380,6 +448,7 @@ def profile_through_server(folder: Path, work: Path) -> dict[str, Any]:
         "cases_with_issues": sum(1 for c in cases if c.get("n_issues")),
         "memory_first_call": first_memory.summary(),
         "cached_call_s": second_s,
+        "cached_call_cpu_s": second_cpu,
         "cached_status": second["status"],
         "cached_same_fingerprint": second["fingerprint"] == first["fingerprint"],
         "cached_profile_rewritten": profile_json.stat().st_mtime_ns != written,
@@ -399,6 +468,9 @@ def measure_dataset(name: str, folder: Path, work: Path, workers: int) -> dict[s
     row["ns_per_byte_profile"] = 1e9 * row["profile_seconds"] / size
     row["ns_per_byte_tool"] = 1e9 * row["tool_first_call_s"] / size
     row["ns_per_byte_floor_isal"] = 1e9 * floor["read_inflate_isal_s"] / size
+    row["cpu_ns_per_byte_tool"] = 1e9 * row["tool_first_call_cpu_s"] / size
+    row["cpu_ns_per_byte_floor_isal"] = 1e9 * floor["read_inflate_isal_cpu_s"] / size
+    row["cpu_over_floor_cpu_isal"] = row["tool_first_call_cpu_s"] / floor["read_inflate_isal_cpu_s"]
     row["profile_over_floor_isal"] = row["profile_seconds"] / floor["read_inflate_isal_s"]
     row["profile_minus_pool_start_over_floor_isal"] = (row["profile_seconds"] - floor["pool_start_s"]) / floor[
         "read_inflate_isal_s"
@@ -407,6 +479,7 @@ def measure_dataset(name: str, folder: Path, work: Path, workers: int) -> dict[s
     print(
         f"{name:10s} {len(files):5d} files {size / 1e6:9.1f} MB  profile {row['profile_seconds']:7.2f} s "
         f"({row['ns_per_byte_profile']:.2f} ns/B, {row['profile_over_floor_isal']:.2f}x ISA-L floor)  "
+        f"cpu {row['cpu_ns_per_byte_tool']:.1f} ns/B ({row['cpu_over_floor_cpu_isal']:.2f}x floor cpu)  "
         f"tool {first_s(row):7.2f} s  cached {row['cached_call_s'] * 1e3:7.1f} ms  "
         f"worker peak {row['memory_first_call']['worker_peak_rss_bytes'] / 2**20:7.0f} MiB  "
         f"server peak {row['memory_first_call']['server_peak_rss_bytes'] / 2**20:6.0f} MiB",
@@ -510,6 +583,11 @@ def growth(rows: dict[str, dict[str, Any]], kind: str, sizes: list[int]) -> dict
         "profile_s": [round(r["profile_seconds"], 3) for r in series],
         "ns_per_byte_profile": [round(r["ns_per_byte_profile"], 3) for r in series],
         "ns_per_byte_tool": [round(r["ns_per_byte_tool"], 3) for r in series],
+        "cpu_ns_per_byte_tool": [round(r["cpu_ns_per_byte_tool"], 3) for r in series],
+        "cpu_ns_per_byte_floor_isal": [round(r["cpu_ns_per_byte_floor_isal"], 3) for r in series],
+        "cpu_over_floor_cpu_isal": [round(r["cpu_over_floor_cpu_isal"], 3) for r in series],
+        "cpu_ns_per_byte_largest_over_smallest": big["cpu_ns_per_byte_tool"] / small["cpu_ns_per_byte_tool"],
+        "cached_call_cpu_ms": [round(1e3 * r["cached_call_cpu_s"], 1) for r in series],
         "profile_over_floor_isal": [round(r["profile_over_floor_isal"], 3) for r in series],
         "cached_call_ms": [round(1e3 * r["cached_call_s"], 1) for r in series],
         "worker_peak_rss_mib": [round(r["memory_first_call"]["worker_peak_rss_bytes"] / 2**20) for r in series],
@@ -520,6 +598,16 @@ def growth(rows: dict[str, dict[str, Any]], kind: str, sizes: list[int]) -> dict
         # the slope between the two largest sizes: the cost of one more byte, the pool's start left out
         "marginal_ns_per_byte_last_step": 1e9
         * (series[-1]["profile_seconds"] - series[-2]["profile_seconds"])
+        / max(series[-1]["bytes"] - series[-2]["bytes"], 1)
+        if len(series) > 1
+        else None,
+        "marginal_cpu_ns_per_byte_last_step": 1e9
+        * (series[-1]["tool_first_call_cpu_s"] - series[-2]["tool_first_call_cpu_s"])
+        / max(series[-1]["bytes"] - series[-2]["bytes"], 1)
+        if len(series) > 1
+        else None,
+        "marginal_floor_cpu_ns_per_byte_last_step": 1e9
+        * (series[-1]["floor"]["read_inflate_isal_cpu_s"] - series[-2]["floor"]["read_inflate_isal_cpu_s"])
         / max(series[-1]["bytes"] - series[-2]["bytes"], 1)
         if len(series) > 1
         else None,
@@ -537,6 +625,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sizes", type=lambda s: [int(v) for v in s.split(",")], default=None)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes for generation, floor")
     parser.add_argument("--skip-metrics", action="store_true")
+    parser.add_argument("--data", type=Path, default=None, help="generate into (or reuse) this folder; kept")
     parser.add_argument("--skip-large", action="store_true", help="leave the large case out")
     parser.add_argument("--output", type=Path, default=None, help="result JSON (default benchmarks/results/)")
     parser.add_argument("--floor-child", nargs=3, help=argparse.SUPPRESS)
@@ -567,7 +656,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
     load_before = os.getloadavg()[0]
     try:
         started = time.perf_counter()
-        folders = generate(work / "raw", args)
+        folders = reuse(args.data, args) if args.data else None
+        folders = folders or generate(args.data or work / "raw", args)
         generate_s = time.perf_counter() - started
         print(f"generated {len(folders)} datasets in {generate_s:.1f} s", flush=True)
         rows = {name: measure_dataset(name, folder, work, args.workers) for name, folder in _ordered(folders)}
