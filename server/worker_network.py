@@ -125,6 +125,10 @@ class NetworkBridge:
         self._thread = threading.Thread(target=self._loop.run_forever, name="amid-worker-network", daemon=True)
         self._thread.start()
         self._servers: dict[Path, list[asyncio.Server]] = {}
+        # Each box's open connections, held: asyncio keeps a server connection's stream reader only by a weak
+        # reference, so a pipe waiting on a model that never answers was collected mid-await ("Task was
+        # destroyed but it is pending!" on the supervisor's stderr); closing the box cancels them.
+        self._connections: dict[Path, set[asyncio.Task[None]]] = {}
 
     def open(self, allowed: tuple[Target, ...]) -> BoxNetwork:
         """A socket folder serving `allowed` (loopback targets one socket each, the rest through the proxy)."""
@@ -142,6 +146,8 @@ class NetworkBridge:
     def close(self, box: BoxNetwork) -> None:
         for server in self._servers.pop(box.folder, []):
             self._loop.call_soon_threadsafe(server.close)
+        for task in self._connections.pop(box.folder, set()):
+            self._loop.call_soon_threadsafe(task.cancel)
         shutil.rmtree(box.folder, ignore_errors=True)
 
     def stop(self) -> None:
@@ -160,13 +166,29 @@ class NetworkBridge:
 
     async def _start(self, box: BoxNetwork, local: list[Target]) -> list[asyncio.Server]:
         servers = []
+        held = self._connections.setdefault(box.folder, set())
         for target in local:
             path = box.folder / box.ports[target.port]
-            servers.append(await asyncio.start_unix_server(_direct(target), path=str(path)))
+            servers.append(await asyncio.start_unix_server(_held(_direct(target), held), path=str(path)))
         if box.proxy_port is not None:
-            proxy = _proxy(box.allowed)
+            proxy = _held(_proxy(box.allowed), held)
             servers.append(await asyncio.start_unix_server(proxy, path=str(box.folder / "proxy"), limit=HEAD_LIMIT))
         return servers
+
+
+def _held(handler: Handler, connections: set[asyncio.Task[None]]) -> Handler:
+    """`handler`, its task kept in `connections` while it runs."""
+
+    async def run(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            connections.add(task)
+        try:
+            await handler(reader, writer)
+        finally:
+            connections.discard(task)
+
+    return run
 
 
 def sweep_stale() -> None:

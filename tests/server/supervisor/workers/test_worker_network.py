@@ -6,6 +6,7 @@ URL and the backend's endpoint, extended by `network_allow` / `--allow-host`, an
 from __future__ import annotations
 
 import contextlib
+import gc
 import http.server
 import json
 import os
@@ -15,6 +16,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -432,3 +434,37 @@ def test_socket_folders_of_a_killed_supervisor_are_swept_and_a_live_ones_kept(tm
     finally:
         for folder in (stale, live):
             subprocess.run(["rm", "-rf", str(folder)], check=True)
+
+
+def test_a_connection_to_a_model_that_never_answers_is_held_until_its_box_closes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A CLI interrupted while its model thinks leaves the pipe waiting on the endpoint: asyncio keeps such a
+    connection only weakly, and a collection destroyed it mid-await on the supervisor's stderr. Held, it ends
+    when the worker's box closes: the endpoint sees the connection close."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen()
+    port = silent.getsockname()[1]
+    bridge, ends = NetworkBridge(), [silent]
+    try:
+        box = bridge.open((Target("127.0.0.1", port),))
+        client = socket.socket(socket.AF_UNIX)
+        ends.append(client)
+        client.connect(str(box.folder / box.ports[port]))
+        client.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+        upstream, _ = silent.accept()
+        ends.append(upstream)
+        upstream.settimeout(10)
+        assert upstream.recv(100).startswith(b"POST")
+        client.close()  # the CLI killed mid-turn; the model never answers
+        for _ in range(5):
+            gc.collect()
+            time.sleep(0.1)
+        assert "Task was destroyed but it is pending" not in caplog.text
+        bridge.close(box)
+        assert upstream.recv(100) == b""  # the pipe was cancelled and closed its upstream end
+    finally:
+        bridge.stop()
+        for end in ends:
+            end.close()
