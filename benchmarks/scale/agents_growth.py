@@ -51,6 +51,78 @@ SATURATED_CORES = 0.85  # of the one core a Python server's event loop and GIL g
 PROJECT_DIRS = ("/server/", "/tools/")
 
 
+class _Reply:
+    """What load.rpc reads of an httpx.Response: status, headers, text, json()."""
+
+    def __init__(self, status: int, headers: Any, body: bytes) -> None:
+        self.status_code, self.headers, self.content = status, headers, body
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8")
+
+    def json(self) -> Any:
+        return json.loads(self.content)
+
+    def raise_for_status(self) -> None:
+        if self.status_code >= 400:
+            raise RuntimeError(f"HTTP {self.status_code}: {self.text[:200]}")
+
+
+class AiohttpClient:
+    """load.rpc's `http.post(url, json=, headers=)` on one aiohttp session: one pooled keep-alive
+    connection per agent, less client CPU per call than httpx (256 agents share one process)."""
+
+    def __init__(self, connections: int) -> None:
+        import aiohttp
+
+        connector = aiohttp.TCPConnector(limit=connections, limit_per_host=connections, keepalive_timeout=60)
+        self.session = aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=120))
+
+    async def post(self, url: str, json: Any, headers: dict[str, str]) -> _Reply:
+        async with self.session.post(url, json=json, headers=headers) as response:
+            return _Reply(response.status, response.headers, await response.read())
+
+    async def __aenter__(self) -> AiohttpClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.session.close()
+
+
+async def _phase(url: str, agents: dict[str, str], mixes: dict[str, Any], seconds: float, client: str) -> load.Tally:
+    """load._phase with the client chosen: `httpx` (load.py's own) or `aiohttp`."""
+    if client == "httpx":
+        return await load._phase(url, agents, mixes, seconds, paced=True)
+    tally = load.Tally()
+    async with AiohttpClient(len(agents) + 8) as http:
+        until = time.monotonic() + seconds
+        await asyncio.gather(
+            *(load._agent(url, t, a, mixes[a], tally, until, True, http) for a, t in agents.items())  # type: ignore[arg-type]
+        )
+    return tally
+
+
+def _run(coroutine: Any, loop: str) -> Any:
+    if loop == "uvloop":
+        import uvloop
+
+        return uvloop.run(coroutine)
+    return asyncio.run(coroutine)
+
+
+def run_delay_s(pid: int) -> float:
+    """Seconds the process's threads spent runnable but waiting for a CPU (/proc/PID/task/*/schedstat, field 2):
+    time lost to other processes on the machine, not to the work itself."""
+    total = 0
+    for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        try:
+            total += int(stat.read_text().split()[1])
+        except (OSError, IndexError, ValueError):  # a thread that ended meanwhile
+            continue
+    return total / 1e9
+
+
 def make_tokens(workspace: Workspace, count: int) -> dict[str, str]:
     """Agent tokens through the ledger's own write path (one open, not one CLI call each)."""
     ledger = Ledger(workspace.ledger_path)
@@ -61,7 +133,7 @@ def make_tokens(workspace: Workspace, count: int) -> dict[str, str]:
 
 
 async def _paced_size(
-    url: str, pid: int, agents: dict[str, str], mixes: dict[str, Any], seconds: float, idle_per_s: float
+    url: str, pid: int, agents: dict[str, str], mixes: dict[str, Any], seconds: float, idle_per_s: float, client: str
 ) -> tuple[dict[str, Any], load.Tally]:
     lag: list[float] = []
     done = asyncio.Event()
@@ -73,12 +145,14 @@ async def _paced_size(
             lag.append(time.perf_counter() - started - PROBE_S)
 
     server_before, client_before, started = load.cpu_seconds(pid), time.process_time(), time.monotonic()
+    server_waited, client_waited = run_delay_s(pid), run_delay_s(os.getpid())
     prober = asyncio.create_task(probe())
-    tally = await load._phase(url, agents, mixes, seconds, paced=True)
+    tally = await _phase(url, agents, mixes, seconds, client)
     wall = time.monotonic() - started
     done.set()
     await prober
     server_cpu, client_cpu = load.cpu_seconds(pid) - server_before, time.process_time() - client_before
+    server_waited, client_waited = run_delay_s(pid) - server_waited, run_delay_s(os.getpid()) - client_waited
     out = load.summarize(tally, wall, server_cpu)
     out.pop("per_tool")
     calls = max(out["calls"], 1)
@@ -93,7 +167,9 @@ async def _paced_size(
         behind_pace_max_ms=round(1000 * max(late), 1),
         server_cores=round(server_cpu / wall, 3),
         server_cpu_ms_per_call_net_of_idle=round(1000 * (server_cpu - idle_per_s * wall) / calls, 2),
+        server_waiting_for_cpu_share=round(server_waited / wall, 3),
         client_cores=round(client_cpu / wall, 3),
+        client_waiting_for_cpu_share=round(client_waited / wall, 3),
         client_cpu_ms_per_call=round(1000 * client_cpu / calls, 2),
         client_loop_lag_p50_ms=round(1000 * statistics.median(lag), 1) if lag else None,
         client_loop_lag_p99_ms=round(1000 * load._quantile(lag, 0.99), 1) if lag else None,
@@ -104,7 +180,14 @@ async def _paced_size(
 
 
 async def _series(
-    url: str, pid: int, tokens: dict[str, str], mix_for: Any, sizes: list[int], seconds: float, idle_s: float
+    url: str,
+    pid: int,
+    tokens: dict[str, str],
+    mix_for: Any,
+    sizes: list[int],
+    seconds: float,
+    idle_s: float,
+    client: str,
 ) -> tuple[list[dict[str, Any]], list[load.Tally]]:
     warm = load.Tally()
     first = next(iter(tokens))
@@ -117,7 +200,7 @@ async def _series(
         # a label per size keeps post_note keys distinct between sizes (the token, the identity, is the same)
         agents = {f"{a}@{size}": tokens[a] for a in list(tokens)[:size]}
         mixes = {a: mix_for(a, n) for n, a in enumerate(agents)}
-        row, tally = await _paced_size(url, pid, agents, mixes, seconds, idle_per_s)
+        row, tally = await _paced_size(url, pid, agents, mixes, seconds, idle_per_s, client)
         row["idle_server_cpu_ms_per_s"] = round(1000 * idle_per_s, 2)
         rows.append(row)
         tallies.append(tally)
@@ -127,12 +210,14 @@ async def _series(
     return rows, tallies
 
 
-async def _profiled(url: str, pid: int, tokens: dict[str, str], mix_for: Any, seconds: float, out: Path) -> load.Tally:
+async def _profiled(
+    url: str, pid: int, tokens: dict[str, str], mix_for: Any, seconds: float, out: Path, client: str
+) -> load.Tally:
     """An extra paced phase at the largest size with py-spy sampling the server (not measured: py-spy takes CPU)."""
     agents = {f"{a}@spy": t for a, t in tokens.items()}
     mixes = {a: mix_for(a, n) for n, a in enumerate(agents)}
     recorder = load._py_spy(pid, out, seconds)
-    tally = await load._phase(url, agents, mixes, seconds, paced=True)
+    tally = await _phase(url, agents, mixes, seconds, client)
     recorder.wait()
     return tally
 
@@ -226,7 +311,14 @@ def scaling(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def run(sizes: list[int], seconds: float, idle_s: float = load.IDLE_S, spy: bool = False) -> dict[str, Any]:
+def run(
+    sizes: list[int],
+    seconds: float,
+    idle_s: float = load.IDLE_S,
+    spy: bool = False,
+    client: str = "aiohttp",
+    loop: str = "uvloop",
+) -> dict[str, Any]:
     """Both servers at every size; returns the result payload (main writes it)."""
     sizes = sorted(sizes)
     ws = demo_workspace()
@@ -243,11 +335,11 @@ def run(sizes: list[int], seconds: float, idle_s: float = load.IDLE_S, spy: bool
     profile = None
     try:
         print(f"amid serve, paced agents {sizes}, {seconds:g} s each")
-        amid, tallies = asyncio.run(_series(url, process.pid, tokens, amid_mix, sizes, seconds, idle_s))
+        amid, tallies = _run(_series(url, process.pid, tokens, amid_mix, sizes, seconds, idle_s, client), loop)
         if spy and Path(load.PY_SPY).is_file():
             raw = Path(tempfile.mkdtemp()) / "amid.raw.txt"
             print(f"  profiling {sizes[-1]} agents with py-spy")
-            tallies.append(asyncio.run(_profiled(url, process.pid, tokens, amid_mix, seconds, raw)))
+            tallies.append(_run(_profiled(url, process.pid, tokens, amid_mix, seconds, raw, client), loop))
             profile = hot_spots(raw) if raw.is_file() else {"error": "py-spy wrote nothing"}
     finally:
         stop_server(process)
@@ -256,7 +348,7 @@ def run(sizes: list[int], seconds: float, idle_s: float = load.IDLE_S, spy: bool
     bare_process, bare_url = load.start_bare("json")
     try:
         names = {a: "none" for a in tokens}
-        bare, _ = asyncio.run(_series(bare_url, bare_process.pid, names, bare_mix, sizes, seconds, idle_s))
+        bare, _ = _run(_series(bare_url, bare_process.pid, names, bare_mix, sizes, seconds, idle_s, client), loop)
     finally:
         stop_server(bare_process)
     ratios = {
@@ -271,12 +363,12 @@ def run(sizes: list[int], seconds: float, idle_s: float = load.IDLE_S, spy: bool
     print(f"exactly-once audit: {json.dumps(exactly_once)}")
     return {
         "command": f"python benchmarks/scale/agents_growth.py --agents {' '.join(map(str, sizes))}"
-        f" --seconds {seconds:g}",
+        f" --seconds {seconds:g} --client {client} --loop {loop}",
         "sizes": sizes,
         "seconds_per_size": seconds,
         "pacing": "each agent one call per second, agents spread over the first second",
         "reference": "MCP SDK MCPServer, one trivial tool (ping), stateless HTTP, json_response=True",
-        "client": "one process, one asyncio loop, one httpx.AsyncClient pool (keep-alive) for all agents",
+        "client": f"one process, one {loop} event loop, one {client} connection pool (keep-alive) for all agents",
         "errors_total": sum(sum(r["errors"].values()) for r in amid + bare),
         "amid": amid,
         "bare_sdk_json_response": bare,
@@ -294,10 +386,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--idle-s", type=float, default=load.IDLE_S, help="idle CPU measured before the sizes")
     parser.add_argument("--no-py-spy", action="store_true", help="skip the profiled phase at the largest size")
+    parser.add_argument("--client", choices=("aiohttp", "httpx"), default="aiohttp", help="the agents' HTTP client")
+    parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop", help="the client's event loop")
     parser.add_argument("--name", default="agents_growth", help="result file benchmarks/results/NAME.json")
     args = parser.parse_args(argv)
     started = time.monotonic()
-    payload = run(args.agents, args.seconds, idle_s=args.idle_s, spy=not args.no_py_spy)
+    payload = run(args.agents, args.seconds, args.idle_s, not args.no_py_spy, args.client, args.loop)
     payload["wall_s"] = round(time.monotonic() - started, 1)
     print(f"scaling: {json.dumps(payload['amid_scaling']['stops_scaling_at'])}")
     print(f"written {write_result(args.name, payload)}")
