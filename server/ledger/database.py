@@ -197,10 +197,13 @@ class Database:
                 self._flush_events()
 
     def insert_events(self, rows: list[tuple[Any, ...]]) -> None:
-        """Many events rows (as `defer_event` takes them) written now, in one statement (a bulk load)."""
+        """Many events rows (as `defer_event` takes them) written now, in one statement (a bulk load);
+        inside a transaction or `batch` they commit or roll back with it (deferred ones are re-queued)."""
         with self._lock:
-            self._deferred_events.extend(rows)
-            self._flush_events()
+            self._flush_events()  # deferred rows keep their place before these
+            if rows:
+                self._con.execute(_INSERT_EVENTS, [list(column) for column in zip(*rows, strict=True)])
+                self.touch("events")
 
     def flush(self) -> None:
         """Write the deferred events now (a stopping server does, before anything that may outlast

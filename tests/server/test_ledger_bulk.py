@@ -100,3 +100,16 @@ def test_log_many_and_deferred_events_keep_their_order(tmp_path: Path) -> None:
         assert {r["subject_type"] for r in deferred} == {None}
     finally:
         ledger.close()
+
+
+def test_log_many_in_a_failed_batch_leaves_no_event(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "a.duckdb")
+    try:
+        before = ledger.db.scalar("SELECT count(*) FROM events")
+        with pytest.raises(RuntimeError), ledger.db.batch():
+            ledger.activity.log_many([("bulk", "alice", None, None, None)] * 3)
+            raise RuntimeError("stop")
+        ledger.db.flush()
+        assert ledger.db.scalar("SELECT count(*) FROM events") == before
+    finally:
+        ledger.close()
