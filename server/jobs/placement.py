@@ -16,6 +16,7 @@ not starved by a stream of small ones. CPU-only jobs never wait for GPUs.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -60,6 +61,10 @@ class _Pool:
     unavailable_reason: str | None
     gpu_line_held_by: str | None = None
     decisions: dict[str, Placement] = field(default_factory=dict)
+
+
+_NO_LOAD = AgentLoad()  # read only: an agent with nothing running
+_SLOT_FULL = Placement("wait", reason=SLOT_WAIT)
 
 
 def agent_loads(running: Iterable[tuple[str, int]]) -> dict[str, AgentLoad]:
@@ -122,24 +127,31 @@ def plan_dispatch(
         slots,
         unavailable_reason,
     )
-    remaining = list(waiting)
-    while remaining and pool.slots > 0:  # fairness is re-ranked after every start, as loads change
-        job = min(remaining, key=lambda w: _fairness_key(w, pool.loads))
-        remaining.remove(job)
+    # Each agent's queue, oldest first: the fairest job is the head of the fairest agent's queue (the
+    # key's load part is the agent's), so a pick costs O(agents), not O(queued jobs).
+    queues: dict[str, deque[Waiting]] = {}
+    for job in sorted(waiting, key=lambda w: w.job_id):
+        queues.setdefault(job.agent_id, deque()).append(job)
+    while queues and pool.slots > 0:  # fairness is re-ranked after every start, as loads change
+        agent = min(queues, key=lambda a: _fairness_key(queues[a][0], pool.loads))
+        job = queues[agent].popleft()
+        if not queues[agent]:
+            del queues[agent]
         pool.decisions[job.job_id] = _decide(job, pool)
-    for job in remaining:
-        pool.decisions[job.job_id] = _decide(job, pool)
+    for job in waiting:
+        if job.job_id not in pool.decisions:
+            pool.decisions[job.job_id] = _decide(job, pool)
     return pool.decisions
 
 
 def _fairness_key(job: Waiting, loads: Mapping[str, AgentLoad]) -> tuple[int, int, str]:
-    load = loads.get(job.agent_id, AgentLoad())
+    load = loads.get(job.agent_id, _NO_LOAD)
     return (load.gpus, load.jobs, job.job_id)
 
 
 def _decide(job: Waiting, pool: _Pool) -> Placement:
     if pool.slots <= 0:
-        return Placement("wait", reason=SLOT_WAIT)
+        return _SLOT_FULL
     if job.gpus and pool.gpu_line_held_by is not None:
         # A stable text: naming the head of the line would rewrite every waiting job's state each time it moves.
         return Placement("wait", reason="waiting in line for GPUs (served fairly across agents)")
