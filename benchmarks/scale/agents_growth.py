@@ -48,7 +48,9 @@ PROBE_S = 0.01  # the client's event-loop lag probe: how late a 10 ms sleep wake
 RETRY_SHARE = 1 / 28  # one call in 7 is post_note, one post_note in 4 is sent twice
 BEHIND_LIMIT_MS = 250.0  # a paced call starting this late (p99): the agents no longer keep their pace
 SATURATED_CORES = 0.85  # of the one core a Python server's event loop and GIL give it
-PROJECT_DIRS = ("/server/", "/tools/")
+AMID_PACKAGES = ("server", "tools")
+SDK_PACKAGES: tuple[str, ...] = ("mcp", "starlette", "uvicorn", "anyio", "pydantic", "pydantic_core", "httptools")
+SDK_PACKAGES += ("h11", "sse_starlette", "jsonschema", "opentelemetry", "typing_extensions", "json", "email", "http")
 
 
 class _Reply:
@@ -223,10 +225,12 @@ async def _profiled(
 
 
 def hot_spots(raw: Path, top: int = 12) -> dict[str, Any]:
-    """py-spy's raw output (one collapsed stack a line, outermost frame first, sample count last):
-    self samples by function and by package, and inclusive samples of the project's own functions."""
+    """py-spy's raw output (one collapsed stack a line, outermost frame first, sample count last; file
+    names shortened to their import path, `server/…` and `tools/…` being AMID's): self samples by
+    layer, by module and by function, and inclusive samples of AMID's own functions."""
+    by_layer: Counter[str] = Counter()
+    by_module: Counter[str] = Counter()
     by_function: Counter[str] = Counter()
-    by_package: Counter[str] = Counter()
     inclusive: Counter[str] = Counter()
     total = 0
     for line in raw.read_text(encoding="utf-8", errors="replace").splitlines():
@@ -236,9 +240,11 @@ def hot_spots(raw: Path, top: int = 12) -> dict[str, Any]:
         count = int(count_text)
         frames = stack.split(";")
         total += count
-        by_function[_short(frames[-1])] += count
-        by_package[_package(frames[-1])] += count
-        for name in {_short(f) for f in frames if any(d in f for d in PROJECT_DIRS) and "site-packages" not in f}:
+        leaf = _path(frames[-1])
+        by_layer[_layer(frames)] += count
+        by_module[leaf] += count
+        by_function[frames[-1].rsplit(":", 1)[0] + ")"] += count
+        for name in {f.rsplit(":", 1)[0] + ")" for f in frames if _path(f).split("/")[0] in AMID_PACKAGES}:
             inclusive[name] += count
 
     def share(counter: Counter[str]) -> list[dict[str, Any]]:
@@ -246,34 +252,30 @@ def hot_spots(raw: Path, top: int = 12) -> dict[str, Any]:
 
     return {
         "samples": total,
-        "self_by_package": share(by_package),
+        "self_by_layer": share(by_layer),
+        "self_by_module": share(by_module),
         "self_by_function": share(by_function),
-        "inclusive_project": share(inclusive),
+        "inclusive_amid": share(inclusive),
     }
 
 
-def _short(frame: str) -> str:
-    name, _, where = frame.partition(" (")
-    path = where.rstrip(")").rsplit(":", 1)[0]
-    if "site-packages/" in path:
-        path = path.split("site-packages/", 1)[1]
-    for d in PROJECT_DIRS:
-        if d in path:
-            path = d.strip("/") + "/" + path.split(d, 1)[1]
-            break
-    return f"{name} ({path})"
+def _path(frame: str) -> str:
+    return frame.partition(" (")[2].rsplit(":", 1)[0]
 
 
-def _package(frame: str) -> str:
-    path = frame.partition(" (")[2]
-    if "site-packages/" in path:
-        return path.split("site-packages/", 1)[1].split("/", 1)[0].removesuffix(".py")
-    for d in PROJECT_DIRS:
-        if d in path:
-            return d.strip("/") + "/ (AMID)"
-    if "/lib/python" in path:
-        return "stdlib/" + path.split("/lib/python", 1)[1].split("/", 2)[1].removesuffix(".py")
-    return path.split(":")[0] or "?"
+def _layer(frames: list[str]) -> str:
+    """Where a sample's own time goes: the ledger (AMID's DuckDB layer), AMID's tools and server code,
+    the MCP SDK's HTTP stack, or the event loop and threads themselves."""
+    top = _path(frames[-1]).split("/")[0].removesuffix(".py")
+    if _path(frames[-1]).startswith("server/ledger/") or top == "duckdb":
+        return "ledger (server/ledger, DuckDB)"
+    if top in AMID_PACKAGES:
+        return "AMID tools and server code"
+    if top in SDK_PACKAGES:
+        return "MCP SDK and its HTTP stack (mcp, starlette, uvicorn, anyio, pydantic, ...)"
+    if top in ("asyncio", "threading", "selectors", "concurrent", "queue", "socket"):
+        return "event loop and worker threads (asyncio, threading)"
+    return f"other ({top})"
 
 
 def scaling(rows: list[dict[str, Any]]) -> dict[str, Any]:
