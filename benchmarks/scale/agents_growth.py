@@ -1,4 +1,4 @@
-"""How one `amid serve` grows with agents: 16, 64 and 256 paced agents over HTTP, beside a bare SDK server.
+"""How one `amid serve` grows with agents: 16, 64, 128 and 256 paced agents over HTTP, beside a bare SDK server.
 
 Reuses benchmarks/load.py's pieces (the same agents, the same mix of ledger tools, the same raw JSON-RPC
 `tools/call` over stateless Streamable HTTP, each agent with its own bearer token). Every agent calls
@@ -16,7 +16,7 @@ handling on one core). A separate, unmeasured phase at the largest size samples 
 py-spy (when installed) and names the hot spots. Afterwards every acknowledged post_note is audited
 in the ledger (exactly once).
 
-    python benchmarks/scale/agents_growth.py [--agents 16 64 256] [--seconds 20]
+    python benchmarks/scale/agents_growth.py [--agents 16 64 128 256] [--seconds 20]
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from server.demo import start_server, stop_server
 from server.ledger import Ledger
 from server.workspace import Workspace
 
-SIZES = (16, 64, 256)
+SIZES = (16, 64, 128, 256)  # 128: between the last size one server keeps up with and the first it does not
 PROBE_S = 0.01  # the client's event-loop lag probe: how late a 10 ms sleep wakes
 RETRY_SHARE = 1 / 28  # one call in 7 is post_note, one post_note in 4 is sent twice
 BEHIND_LIMIT_MS = 250.0  # a paced call starting this late (p99): the agents no longer keep their pace
