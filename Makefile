@@ -1,6 +1,6 @@
 # The two commands of the README: `make demo` and `make test`. Both set up a fresh machine first.
 # `make demo` installs only what the demo needs; `make test` adds the training stack (torch, MONAI, nnU-Net).
-.PHONY: setup setup-demo demo test test-only lint bench reliability-figures
+.PHONY: setup setup-demo demo test test-only lint bench bench-scale reliability-figures
 
 setup:
 	bash .ci/setup
@@ -23,6 +23,15 @@ lint:
 bench:
 	.venv/bin/python benchmarks/serve_ready.py
 	.venv/bin/python benchmarks/tools_list_size.py
+
+# How cost grows (issue 25): data, ledger, agents, reviews and jobs at 10x and 100x, each beside its reference
+# in the same run, into benchmarks/results/*_growth.json (sized for about 30 minutes on 2 cores).
+bench-scale:
+	PYTHONUTF8=1 .venv/bin/python benchmarks/scale/data_growth.py
+	PYTHONUTF8=1 .venv/bin/python benchmarks/scale/ledger_growth.py
+	PYTHONUTF8=1 .venv/bin/python benchmarks/scale/agents_growth.py
+	PYTHONUTF8=1 .venv/bin/python benchmarks/scale/reviews_growth.py
+	PYTHONUTF8=1 .venv/bin/python benchmarks/scale/jobs_growth.py
 
 # The crash, attack and fuzz suites at full size, then the README's figures table from their results.
 reliability-figures:
