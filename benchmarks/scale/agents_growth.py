@@ -11,7 +11,7 @@ server latency). Reference in the same run: the MCP SDK's bare `MCPServer` with 
 answering JSON (as amid answers calls that ask for no progress), under the same agents.
 
 Where one server stops scaling: the first size at which the agents fall behind their pace, its p99
-climbs past 3x the smallest size's, or it uses most of one core (a Python process runs its request
+climbs past 5x the smallest size's and past 500 ms, or it uses most of one core (a Python process runs its request
 handling on one core). A separate, unmeasured phase at the largest size samples the server with
 py-spy (when installed) and names the hot spots. Afterwards every acknowledged post_note is audited
 in the ledger (exactly once).
@@ -27,6 +27,7 @@ import itertools
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -47,6 +48,7 @@ SIZES = (16, 64, 128, 256)  # 128: between the last size one server keeps up wit
 PROBE_S = 0.01  # the client's event-loop lag probe: how late a 10 ms sleep wakes
 RETRY_SHARE = 1 / 28  # one call in 7 is post_note, one post_note in 4 is sent twice
 BEHIND_LIMIT_MS = 250.0  # a paced call starting this late (p99): the agents no longer keep their pace
+P99_GROWTH_LIMIT, P99_LIMIT_MS = 5.0, 500.0  # p99 climbing: both past 5x the smallest size's and past 500 ms
 SATURATED_CORES = 0.85  # of the one core a Python server's event loop and GIL give it
 AMID_PACKAGES = ("server", "tools")
 SDK_PACKAGES: tuple[str, ...] = ("mcp", "starlette", "uvicorn", "anyio", "pydantic", "pydantic_core", "httptools")
@@ -213,12 +215,16 @@ async def _series(
 
 
 async def _profiled(
-    url: str, pid: int, tokens: dict[str, str], mix_for: Any, seconds: float, out: Path, client: str
+    url: str, pid: int, tokens: dict[str, str], mix_for: Any, seconds: float, out: Path, client: str, gil: bool
 ) -> load.Tally:
-    """An extra paced phase at the largest size with py-spy sampling the server (not measured: py-spy takes CPU)."""
-    agents = {f"{a}@spy": t for a, t in tokens.items()}
+    """An extra paced phase at the largest size with py-spy sampling the server (not measured: py-spy takes CPU).
+    Without `gil` every thread that is not idle is sampled (a thread queued on a lock counts: where the
+    threads are); with `gil` only the thread holding the GIL (where the Python CPU goes)."""
+    agents = {f"{a}@spy{'-gil' if gil else ''}": t for a, t in tokens.items()}
     mixes = {a: mix_for(a, n) for n, a in enumerate(agents)}
-    recorder = load._py_spy(pid, out, seconds)
+    command = [load.PY_SPY, "record", "--pid", str(pid), "--format", "raw", "--duration", str(int(seconds))]
+    command += ["--nonblocking", "-o", str(out), *(["--gil"] if gil else [])]
+    recorder = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     tally = await _phase(url, agents, mixes, seconds, client)
     recorder.wait()
     return tally
@@ -297,12 +303,12 @@ def scaling(rows: list[dict[str, Any]]) -> dict[str, Any]:
         reasons = []
         if r["behind_pace_p99_ms"] > BEHIND_LIMIT_MS:
             reasons.append(f"agents fell behind their pace (p99 {r['behind_pace_p99_ms']:.0f} ms late)")
-        if g["p99_x"] is not None and g["p99_x"] > 3:
-            reasons.append(f"p99 {g['p99_x']}x the smallest size's")
+        if g["p99_x"] is not None and g["p99_x"] > P99_GROWTH_LIMIT and r["p99_ms"] > P99_LIMIT_MS:
+            reasons.append(f"p99 {r['p99_ms']:.0f} ms, {g['p99_x']}x the smallest size's")
         if r["server_cores"] >= SATURATED_CORES:
             reasons.append(f"server at {r['server_cores']} cores")
         if reasons:
-            stops = {"agents": r["agents"], "why": reasons, "client_cores": r["client_cores"]}
+            stops = {"agents": r["agents"], "why": reasons, "limited_by": _limited_by(r)}
             break
     cpu_ms = statistics.median(max(r["server_cpu_ms_per_call_net_of_idle"], 1e-3) for r in rows)
     return {
@@ -311,6 +317,22 @@ def scaling(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "one_core_capacity_calls_per_s": round(1000 / cpu_ms, 1),
         "one_core_capacity_paced_agents": int(1000 / cpu_ms / (1 + RETRY_SHARE)),
     }
+
+
+def _limited_by(row: dict[str, Any]) -> str:
+    """Which side ran out: the server's one core, the machine's CPUs (the server runnable but not
+    running: other processes had them), or the client."""
+    if row["client_cores"] >= SATURATED_CORES or row["client_loop_lag_p99_ms"] > BEHIND_LIMIT_MS:
+        return f"the client ({row['client_cores']} cores, loop lag p99 {row['client_loop_lag_p99_ms']} ms)"
+    if row["server_cores"] >= SATURATED_CORES:
+        return f"the server's one core ({row['server_cores']} cores for its event loop and GIL)"
+    if row["server_waiting_for_cpu_share"] >= 0.5:
+        return (
+            f"the machine's CPUs: the server ran {row['server_cores']} cores and its threads waited"
+            f" {row['server_waiting_for_cpu_share']}x the wall time, together, for a CPU (other processes had them;"
+            f" load average {row['load_average_1min']})"
+        )
+    return "not attributed (neither side saturated nor waiting for a CPU)"
 
 
 def run(
@@ -334,15 +356,17 @@ def run(
         return itertools.cycle([("ping", {})])
 
     process, url = start_server(ws.root)
-    profile = None
+    profile: dict[str, Any] | None = None
     try:
         print(f"amid serve, paced agents {sizes}, {seconds:g} s each")
         amid, tallies = _run(_series(url, process.pid, tokens, amid_mix, sizes, seconds, idle_s, client), loop)
         if spy and Path(load.PY_SPY).is_file():
-            raw = Path(tempfile.mkdtemp()) / "amid.raw.txt"
-            print(f"  profiling {sizes[-1]} agents with py-spy")
-            tallies.append(_run(_profiled(url, process.pid, tokens, amid_mix, seconds, raw, client), loop))
-            profile = hot_spots(raw) if raw.is_file() else {"error": "py-spy wrote nothing"}
+            profile = {}
+            for view, gil in (("threads", False), ("gil", True)):
+                raw = Path(tempfile.mkdtemp()) / f"amid.{view}.txt"
+                print(f"  profiling {sizes[-1]} agents with py-spy ({view})")
+                tallies.append(_run(_profiled(url, process.pid, tokens, amid_mix, seconds, raw, client, gil), loop))
+                profile[view] = hot_spots(raw) if raw.is_file() else {"error": "py-spy wrote nothing"}
     finally:
         stop_server(process)
     exactly_once = load.audit(ws, tallies)
