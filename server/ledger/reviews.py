@@ -253,15 +253,21 @@ class Reviews:
 
     def leaderboard(self, higher_is_better: bool, lane_id: str | None, per_lane: int) -> list[dict[str, Any]]:
         """Accepted attempts ranked within each lane by the pessimistic bound of their verified primary
-        score (`server.ranking`), each with its rank, bound, standard error and number of tries."""
-        rows = self.db.cached_fetchall(
+        score (`server.ranking`), each with its rank, bound, standard error and number of tries. The
+        ranked answer is kept between writes: ranking every accepted attempt at each call grew with
+        the run (3,363 accepted: 27 ms of server CPU per call, against 3.6 ms with 63)."""
+        sql = (
             "SELECT lane_id, attempt_id, agent_id, commit_sha, verified_score, n_folds, score_se, tries, created_at "
-            "FROM v_leaderboard WHERE verified_score IS NOT NULL AND (? IS NULL OR lane_id = ?)",
-            [lane_id, lane_id],
+            "FROM v_leaderboard WHERE verified_score IS NOT NULL AND (? IS NULL OR lane_id = ?)"
         )
-        by_lane: dict[str | None, list[dict[str, Any]]] = {}
-        for row in rank_rows([dict(r) for r in rows], higher_is_better):
-            ranked = by_lane.setdefault(row["lane_id"], [])
-            if len(ranked) < per_lane:
-                ranked.append({**row, "rank": len(ranked) + 1})
-        return [row for lane in sorted(by_lane, key=lambda k: (k is None, k or "")) for row in by_lane[lane]]
+
+        def ranked() -> list[dict[str, Any]]:
+            by_lane: dict[str | None, list[dict[str, Any]]] = {}
+            for row in rank_rows(self.db.fetchall(sql, [lane_id, lane_id]), higher_is_better):
+                kept = by_lane.setdefault(row["lane_id"], [])
+                if len(kept) < per_lane:
+                    kept.append({**row, "rank": len(kept) + 1})
+            return [row for lane in sorted(by_lane, key=lambda k: (k is None, k or "")) for row in by_lane[lane]]
+
+        key = ("leaderboard", higher_is_better, lane_id, per_lane)
+        return [dict(row) for row in self.db.cached(key, self.db.tables_read(sql), ranked)]

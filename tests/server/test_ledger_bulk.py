@@ -113,3 +113,32 @@ def test_log_many_in_a_failed_batch_leaves_no_event(tmp_path: Path) -> None:
         assert ledger.db.scalar("SELECT count(*) FROM events") == before
     finally:
         ledger.close()
+
+
+def test_the_kept_leaderboard_follows_every_verdict(tmp_path: Path) -> None:
+    from server.ledger.reviews import MetricRow, ReviewOutcome
+
+    ledger = Ledger(tmp_path / "a.duckdb")
+    try:
+        ledger.activity.set_state("primary_metric", "dice")
+
+        def accept(i: int, score: float) -> str:
+            attempt_id, _ = ledger.attempts.create(_new(i))
+            review, _ = ledger.reviews.request(attempt_id, "alice")
+            ledger.reviews.start(review["review_id"])
+            metric = MetricRow("fold", i % 2, "dice", score, n_cases=4, case_se=0.01)
+            ledger.reviews.finish(review["review_id"], ReviewOutcome("accepted", [], [metric]))
+            return attempt_id
+
+        first = accept(0, 0.6)
+        assert [r["attempt_id"] for r in ledger.reviews.leaderboard(True, None, 5)] == [first]
+        board = ledger.reviews.leaderboard(True, None, 5)  # from memory
+        board[0]["rank"] = 99  # a caller's change does not reach the kept answer
+        assert ledger.reviews.leaderboard(True, None, 5)[0]["rank"] == 1
+        second = accept(1, 0.9)
+        assert [r["attempt_id"] for r in ledger.reviews.leaderboard(True, None, 5)] == [second, first]
+        assert [r["attempt_id"] for r in ledger.reviews.leaderboard(True, None, 1)] == [second]
+        ledger.activity.set_state("primary_metric", "hd95")  # the metric the board ranks by changed
+        assert ledger.reviews.leaderboard(True, None, 5) == []
+    finally:
+        ledger.close()
