@@ -45,7 +45,10 @@ def _codex_user_texts(body: dict[str, Any]) -> list[str]:
 
 
 def _opencode_user_texts(body: dict[str, Any]) -> list[str]:
-    return [chat_endpoint.content_text(m) for m in body.get("messages", []) if m.get("role") == "user"]
+    """OpenCode's `run` quotes a message argument that holds a space (`"You were silent …"`, inner quotes
+    escaped): the model reads the prompt so; the texts here are the prompt as given."""
+    texts = [chat_endpoint.content_text(m) for m in body.get("messages", []) if m.get("role") == "user"]
+    return [t[1:-1].replace('\\"', '"') if len(t) > 1 and t[0] == t[-1] == '"' else t for t in texts]
 
 
 def _claude_offers_amid(body: dict[str, Any]) -> bool:
