@@ -23,7 +23,7 @@ process: seconds per pair, the largest value difference, and the peak RSS each a
 was given (VmHWM reset through /proc/self/clear_refs once the pair is built).
 
     python benchmarks/scale/data_growth.py                 # 40 / 400 / 2,000 cases, large case, 3 mask pairs
-    python benchmarks/scale/data_growth.py --quick         # 5 / 12 cases, no large case, one 48^3 mask pair
+    python benchmarks/scale/data_growth.py --quick         # 5 / 12 cases, no large case, one 32^3 mask pair
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ def generate(root: Path, args: argparse.Namespace) -> dict[str, Path]:
         ("ct", ct_all, ".nii.gz", LABELS, {"0": "CT"}),
         ("tiles", tiles_all, ".png", TILE_LABELS, {"0": "RGB"}),
     ):
-        for n in args.sizes:
+        for n in args.sizes if kind in args.kinds else []:
             folder = _raw_folder(root / f"{kind}_{n}", labels, channels, ending, n)
             for sub in ("imagesTr", "labelsTr"):
                 for path in sorted((source / sub).iterdir())[:n]:
@@ -167,7 +167,7 @@ def generate(root: Path, args: argparse.Namespace) -> dict[str, Path]:
 
 def reuse(root: Path, args: argparse.Namespace) -> dict[str, Path] | None:
     """The datasets a previous run with --data generated in `root`, if all are there."""
-    names = [f"{kind}_{n}" for kind in ("ct", "tiles") for n in args.sizes]
+    names = [f"{kind}_{n}" for kind in args.kinds for n in args.sizes]
     names += ["large"] if args.large and not args.skip_large else []
     if not all((root / name / "dataset.json").is_file() for name in names):
         return None
@@ -624,6 +624,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="a smoke run: 4 and 12 cases, small volumes")
     parser.add_argument("--sizes", type=lambda s: [int(v) for v in s.split(",")], default=None)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes for generation, floor")
+    parser.add_argument("--kinds", type=lambda s: s.split(","), default=["ct", "tiles"], help="ct,tiles")
     parser.add_argument("--skip-metrics", action="store_true")
     parser.add_argument("--data", type=Path, default=None, help="generate into (or reuse) this folder; kept")
     parser.add_argument("--skip-large", action="store_true", help="leave the large case out")
@@ -636,7 +637,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     args.ct_size, args.ct_depth = (32, (8, 12)) if quick else (96, (32, 48))
     args.tile_size = 64 if quick else 256
     args.large = None if quick else [512, 512, 600]  # quick: the large case's generator is tested alone
-    args.mask_shape = (48, 48, 48) if quick else (512, 512, 400)
+    args.mask_shape = (32, 32, 32) if quick else (512, 512, 400)
     args.mask_pairs = 1 if quick else 3
     return args
 
@@ -674,7 +675,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any] | None:
             "tile": [args.tile_size, args.tile_size, 3],
             "large": args.large,
         },
-        "growth": {kind: growth(rows, kind, args.sizes) for kind in ("ct", "tiles")},
+        "growth": {kind: growth(rows, kind, args.sizes) for kind in args.kinds},
         "large": rows.get("large"),
         "datasets": rows,
         "metrics": metrics,
