@@ -36,12 +36,17 @@ GRADER_NAME_SYNONYMS = {"dice": ("dsc", "dice"), "f1_score": ("f1",), "detection
 MODALITY_WORDS = [  # first match wins; free text such as "CTA", "Panoramic X-ray", "H&E Histopathology"
     ("pathology", r"h&e|histopath|patholog|\bwsi\b"),
     ("microscopy", r"microscop|fluorescen|phase.contrast|\bcell"),
-    ("X-ray", r"x-ray|xray|radiograph|panoramic|\bcxr\b"),
+    # "X-ray beams" are a radiotherapy's, not an image (MLE-bench's uw-madison-gi-tract, an MRI task)
+    ("X-ray", r"x-ray(?! beam)|xray|radiograph|panoramic|\bcxr\b|mammogra"),
     ("ultrasound", r"ultrasound|sonograph|\bus\b"),
     ("MRI", r"\bmri?\b|\bmra\b|\bt1|\bt2|flair|\bdwi\b|\badc\b|magnetic"),
     ("CT", r"\bcta?\b|computed tomograph|\bldct\b|low-dose ct"),
-    ("fundus", r"fundus|retina"),
+    ("fundus", r"fundus|retin"),  # retina, retinal, (diabetic) retinopathy
+    ("OCT", r"\boct\b|optical coherence"),
+    ("dermoscopy", r"dermoscop|dermatoscop|melanoma|skin lesion"),
+    ("endoscopy", r"endoscop|colonoscop|gastroscop"),
 ]
+DESCRIPTION_CHARS = 2000  # of a description read for its modality words: the overview, not the rules
 FILE_TYPES = {".nii.gz": "nifti", ".nii": "nifti", ".png": "png", ".tif": "tiff", ".tiff": "tiff", ".mha": "mha",
               ".mhd": "mha", ".nrrd": "nrrd", ".json": "json", ".geojson": "json", ".yaml": "yaml", ".yml": "yaml",
               ".txt": "txt", ".csv": "csv"}  # fmt: skip
@@ -105,13 +110,13 @@ def _build(
     file_column = _file_column(sample)
     grader = _grader_entry(folder, config, private_src, answers, answers_dir)
     metadata = public_metadata(config.get("metadata"), (folder, public_src.parent.parent, private_src))
+    description = _description(folder, config) or str(config.get("description") or "")
+    named = " ".join(str(v) for v in (metadata.get("modality"), config.get("name")) if v)
     data = {
         "id": re.sub(r"[^a-z0-9._-]+", "-", task_id.lower()),
         "title": str(config.get("name") or task_id),
-        "description": _description(folder, config) or str(config.get("description") or ""),
-        "modality": infer_modality(
-            " ".join(str(v) for v in (metadata.get("modality"), config.get("name"), config.get("description")) if v)
-        ),
+        "description": description,
+        "modality": infer_modality(named, description),
         "anatomy": str(metadata.get("anatomy") or "unspecified"),
         "task_type": task_type,
         "layout": _layout_entry(layout, sample_rel),
@@ -205,9 +210,16 @@ def benchmark_label_adapters(task_id: str) -> dict[str, dict[str, Any]]:
     return {column: entry.model_dump() for column, entry in entries.items()}
 
 
-def infer_modality(text: str) -> str:
+def infer_modality(text: str, description: str = "") -> str:
+    """The first modality `text` (metadata, name) names; else the one the description's overview names
+    most often (APTOS 2019 Blindness Detection: "retinopathy" three times), else "other"."""
     lower = text.lower()
-    return next((modality for modality, pattern in MODALITY_WORDS if re.search(pattern, lower)), "other")
+    found = next((modality for modality, pattern in MODALITY_WORDS if re.search(pattern, lower)), None)
+    if found is not None:
+        return found
+    overview = description[:DESCRIPTION_CHARS].lower()
+    hits, _, best = max((len(re.findall(p, overview)), -i, m) for i, (m, p) in enumerate(MODALITY_WORDS))
+    return best if hits > 0 else "other"
 
 
 LFS_POINTER = b"version https://git-lfs.github.com/spec/"

@@ -18,6 +18,7 @@ from server.workspace import Workspace, init_workspace
 from tests.fixtures.mlebench import IDS, RANZCR_LABELS, SPECS, grader_python, make_competition
 from tools.task.fold_answers import write_fold_answers
 from tools.task.importers import import_task
+from tools.task.rexmle import infer_modality
 
 RUNNER = Path(__file__).resolve().parents[3] / "server" / "reviewer" / "grader_runner.py"
 TRIVIAL = {"aptos2019-blindness-detection": 0.0}  # kappa of one grade for all; every AUC of a constant is 0.5
@@ -199,3 +200,20 @@ def test_a_leaderboard_left_as_a_git_lfs_pointer_is_refused_naming_git_lfs_pull(
     with pytest.raises(InvalidInput, match=r"Git LFS pointer.*git lfs pull") as error:
         import_task(folder, data)
     assert error.value.field == "leaderboard.csv"
+
+
+@pytest.mark.parametrize(
+    ("name", "overview", "modality"),
+    [
+        # MLE-bench's names, and overviews with the words its description.md files use (openai/mle-bench)
+        ("APTOS 2019 Blindness Detection", "Diabetic retinopathy ... detect retinopathy ... retinopathy", "fundus"),
+        ("RANZCR CLiP - Catheter and Line Position Challenge", "chest radiographs ... chest x-rays", "X-ray"),
+        ("RSNA-MICCAI Brain Tumor Radiogenomic Classification", "MRI scans of glioblastoma", "MRI"),
+        ("SIIM-ISIC Melanoma Classification", "skin cancer", "dermoscopy"),
+        ("UW-Madison GI Tract Image Segmentation", "X-ray beams ... x-ray beams ... MRI guided radiotherapy", "MRI"),
+        ("Histopathologic Cancer Detection", "", "pathology"),
+        ("Some Challenge", "nothing that names an image", "other"),
+    ],
+)
+def test_the_modality_comes_from_the_name_else_the_overviews_words(name: str, overview: str, modality: str) -> None:
+    assert infer_modality(name, overview) == modality
