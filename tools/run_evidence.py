@@ -17,7 +17,9 @@ from server.toolkit import ToolResult, ToolSpec
 
 
 class EvidenceInput(BaseModel):
-    limit: Annotated[int, Field(ge=1, le=5000, description="most attempts to return, oldest first")] = 1000
+    limit: Annotated[
+        int, Field(ge=1, le=5000, description="the newest attempts to return (every accepted one too), oldest first")
+    ] = 1000
 
 
 class Thresholds(BaseModel):

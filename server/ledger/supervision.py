@@ -136,9 +136,16 @@ class Supervision:
 
     # --- evidence and the final choice ---------------------------------------------------------
     def evidence(self, limit: int) -> list[dict[str, Any]]:
-        """Reviewed or pending attempts with verified primary scores, fold spread and gate, oldest first."""
+        """The newest `limit` attempts and every accepted one (the contenders, however old), with verified
+        primary scores, fold spread and gate, oldest first. (The oldest `limit` hid a long run's new work: at
+        10,000 attempts the supervisor saw none after the first 1,000.)"""
         # kept between writes (a supervisor polls every few seconds; most ticks find nothing new)
-        return self.db.cached_fetchall("SELECT * FROM v_evidence ORDER BY created_at, attempt_id LIMIT ?", [limit])
+        return self.db.cached_fetchall(
+            "SELECT * FROM v_evidence WHERE attempt_id IN ((SELECT attempt_id FROM attempts ORDER BY created_at DESC, "
+            "attempt_id DESC LIMIT ?) UNION SELECT attempt_id FROM attempts WHERE status = 'accepted') "
+            "ORDER BY created_at, attempt_id",
+            [limit],
+        )
 
     def choose_final(self, row: dict[str, Any], by: str) -> tuple[int, bool]:
         """Record the final choice once: a repeat returns the first (choice_id, created)."""

@@ -151,3 +151,19 @@ def test_attempts_of_an_older_ledger_keep_their_status_and_may_become_revoked(
             ledger.db.execute("UPDATE attempts SET status = NULL WHERE attempt_id = 'att-00001'")
     finally:
         ledger.close()
+
+
+def test_run_evidence_shows_the_newest_attempts_and_every_accepted_one(tmp_path: Path) -> None:
+    # A 10,000-attempt run showed its supervisor only the first 1,000: nothing newer was ever ranked.
+    from server.ledger.attempts import NewAttempt
+
+    ledger = Ledger(tmp_path / "a.duckdb")
+    try:
+        news = [NewAttempt("alice", None, f"{i:040x}", [0], "real", None, None, None, f"attempt {i}") for i in range(6)]
+        ids = [attempt_id for attempt_id, _ in ledger.attempts.create_many(news)]
+        with ledger.db.transaction() as cur:
+            cur.execute("UPDATE attempts SET status = 'accepted' WHERE attempt_id = ?", [ids[0]])
+        shown = [row["attempt_id"] for row in ledger.supervision.evidence(limit=2)]
+        assert shown == [ids[0], ids[4], ids[5]]  # the oldest accepted, the two newest; oldest first
+    finally:
+        ledger.close()
