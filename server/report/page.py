@@ -7,7 +7,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from server.report import plots, tables, timeplots
+from server.report import plots, queries, tables, timeplots
 from server.report.markup import Markup, el, void
 from server.report.queries import RunData
 
@@ -91,6 +91,16 @@ PLOTS = (
 )
 
 
+def truncation_notice(run: RunData) -> Markup | None:
+    """Said where the page shows only part of the run: a query stopped at the row limit."""
+    if not run.truncated:
+        return None
+    text = (f"This page reads at most {queries.ROW_LIMIT:,} rows per query, and the run has as many or more in: "
+            f"{', '.join(run.truncated)}. Their plots and tables show the first {queries.ROW_LIMIT:,} in time order; "
+            "`amid sql` and `amid export` read all of them.")  # fmt: skip
+    return el("p", text, id="truncated", class_="no-data")
+
+
 def session_bar(signed_in_as: str | None) -> Markup | None:
     """Who the dashboard's browser session belongs to, and a logout button (a form: the page has no script)."""
     if signed_in_as is None:
@@ -119,6 +129,7 @@ def render(
     ]
     main = el(
         "main",
+        truncation_notice(run),
         el("h2", "Plots"),
         el("div", [plot(run) for plot in PLOTS], class_="plots"),
         el("h2", "Tables"),

@@ -86,6 +86,7 @@ class RunData:
     first_activity: datetime | None  # an agent's first event
     done_at: datetime | None  # when the run reached the stage done; None while it runs
     tables: dict[str, list[Row]]
+    truncated: tuple[str, ...] = ()  # tables that reached ROW_LIMIT rows: the ledger holds more
 
     @property
     def higher_better(self) -> bool:
@@ -107,8 +108,9 @@ def load_run(query: Query) -> RunData:
         counts.setdefault(row["what"], {})[str(row["status"])] = int(row["n"])
     tables = {name: query(sql) for name, sql in SQL.items() if name not in {"state", "counts", "span"}}
     span = (query(SQL["span"]) or [{}])[0]
+    truncated = tuple(name for name, rows in tables.items() if len(rows) >= ROW_LIMIT)
     return RunData(state=state, counts=counts, first_activity=as_time(span.get("first_activity")),
-                   done_at=as_time(span.get("done_at")), tables=tables)  # fmt: skip
+                   done_at=as_time(span.get("done_at")), tables=tables, truncated=truncated)  # fmt: skip
 
 
 def as_time(value: Any) -> datetime | None:

@@ -6,11 +6,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from PIL import Image
 
 from server.context import Services
 from server.ledger import utcnow
 from server.ledger.lanes import LaneRow
+from server.report import queries
 from server.report.build import build_report
 from tests.server.report.checks import check_numbers_match, check_plots_drawn
 from tests.server.report.chromium import WINDOW, dump_dom, screenshot
@@ -73,3 +75,16 @@ def test_ledger_text_written_by_agents_is_escaped(services: Services, tmp_path: 
     assert f"note {evil}" in notes  # shown as text, exactly as written
     lanes = page.by_id("table-lanes").text
     assert f"lane {evil}" in lanes
+
+
+def test_a_run_larger_than_the_row_limit_says_what_the_page_leaves_out(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # At 100,000 attempts the report's queries stopped at 50,000 rows and nothing said so.
+    monkeypatch.setattr(queries, "ROW_LIMIT", 20)
+    for i in range(19):
+        services.ledger.activity.add_heartbeat("alice", "custom", f"h{i}", "manager", None)
+    assert 'id="truncated"' not in build_report(services.ledger, services.workspace)
+    services.ledger.activity.add_heartbeat("alice", "custom", "h19", "manager", None)
+    notice = parse(build_report(services.ledger, services.workspace)).by_id("truncated")
+    assert "at most 20 rows per query" in notice.text and ": heartbeats." in notice.text
