@@ -45,8 +45,9 @@ def _events(workspace: Workspace) -> list[str]:
 
 def _where(body: dict[str, Any], text: str) -> list[str]:
     """Where `text` stands in a request: each message (index, role) or other top-level field holding it."""
-    places = [f"{k}" for k, v in body.items() if k != "messages" and text in json.dumps(v)]
-    for i, message in enumerate(body.get("messages", body.get("input", [])) or []):
+    turns = "messages" if "messages" in body else "input"  # Messages and chat bodies; a Responses body
+    places = [f"{k}" for k, v in body.items() if k != turns and text in json.dumps(v)]
+    for i, message in enumerate(body.get(turns) or []):
         places += [f"{i}:{message.get('role')}: {json.dumps(message)[:400]}"] * json.dumps(message).count(text)
     return places
 
