@@ -100,7 +100,9 @@ def main(args: list[str] | None = None) -> None:
         _say(asyncio.run(_echo(options.url, token)))
         _say({"type": "result", "session_id": session.session_id, "prompts": session.data["prompts"]})
         return
-    heartbeats = "\n\n".join(session.data["prompts"][1:])  # every prompt after the task's (answered once each)
+    # every prompt of the session, answered once each: a new session's first prompt holds the task's text and
+    # the heartbeats given with it (a heartbeat given as a prompt is not given again in a tool result)
+    heartbeats = "\n\n".join(session.data["prompts"])
     stage = asyncio.run(_lane(options.url, token, session, heartbeats or None))
     _say({"type": "result", "session_id": session.session_id, "stage": stage, "prompts": session.data["prompts"]})
 
