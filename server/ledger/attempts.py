@@ -68,6 +68,15 @@ def attempt_id_for(number: int) -> str:
     return f"att-{number:05d}"
 
 
+def _row(attempt_id: str, new: NewAttempt, content: dict[str, str], now: Any) -> list[Any]:
+    """An attempts row's values, in the INSERT's column order (status is the literal 'pending')."""
+    return [
+        attempt_id, new.agent_id, new.lane_id, new.commit_sha, json.dumps(new.folds), new.budget_class,
+        new.parent_attempt_id, json.dumps(new.inference_command) if new.inference_command else None,
+        new.idempotency_key, new.summary, now, now, json.dumps(new.claims), json.dumps(content),
+    ]  # fmt: skip
+
+
 class Attempts:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -92,12 +101,8 @@ class Attempts:
                 "INSERT INTO attempts (attempt_id, agent_id, lane_id, commit_sha, folds, status, budget_class, "
                 "parent_attempt_id, inference_command, idempotency_key, summary, created_at, updated_at, claims, "
                 "content_digests) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    attempt_id, new.agent_id, new.lane_id, new.commit_sha, json.dumps(new.folds), new.budget_class,
-                    new.parent_attempt_id, json.dumps(new.inference_command) if new.inference_command else None,
-                    new.idempotency_key, new.summary, now, now, json.dumps(new.claims), json.dumps(content),
-                ],
-            )  # fmt: skip
+                _row(attempt_id, new, content, now),
+            )
             self._insert_artifacts(cur, attempt_id, new.artifacts)
             for fold, scores in sorted(new.declared.items()):
                 for metric, value in sorted(scores.items()):
@@ -150,11 +155,7 @@ class Attempts:
                     out.append((self._known(new, content, attempt_id, digests), False))
                     continue
                 out.append((ids[i], True))
-                rows_in.append([
-                    ids[i], new.agent_id, new.lane_id, new.commit_sha, json.dumps(new.folds), new.budget_class,
-                    new.parent_attempt_id, json.dumps(new.inference_command) if new.inference_command else None,
-                    new.idempotency_key, new.summary, now, now, json.dumps(new.claims), json.dumps(content),
-                ])  # fmt: skip
+                rows_in.append(_row(ids[i], new, content, now))
             if not rows_in:
                 return out
             columns = [list(c) for c in zip(*rows_in, strict=True)]
