@@ -45,10 +45,10 @@ def label_agreements(replayed: np.ndarray, frozen: np.ndarray) -> dict[int, floa
     labels = sorted(int(v) for v in set(np.unique(a)) | set(np.unique(b)) if v != 0)
     if a.shape != b.shape:
         return dict.fromkeys(labels or [0], 0.0)
-    return {label: _dice(a == label, b == label) for label in labels}
+    return {label: mask_dice(a == label, b == label) for label in labels}
 
 
-def _dice(a: np.ndarray, b: np.ndarray) -> float:
+def mask_dice(a: np.ndarray, b: np.ndarray) -> float:
     size = int(np.count_nonzero(a)) + int(np.count_nonzero(b))
     return 1.0 if size == 0 else 2.0 * int(np.count_nonzero(a & b)) / size
 

@@ -12,9 +12,13 @@ per case, and requires every label of every case, cropped back to the source's v
 what the frozen prediction says: Dice at least `STABLE_DICE`, or no more than `CHANGE_ALLOWANCE`
 voxels changed (a structure of three voxels may gain or lose one under noise), or a frozen label
 no further from the copies' than twice the copies are from each other (a fragile honest model's
-small lesion flickers between the two copies as much; a stored label stands apart from both), and
-the whole foreground, every label merged, agreeing at STABLE_DICE (a lookup that answers unknown
-inputs with noise agrees with nothing).
+small lesion flickers between the two copies as much; a stored label stands apart from both), or
+the copies scoring as well against the reference as the frozen label does, less SCORE_SLACK (an
+honest model's output can flip the same way on both copies: a hole that closes under the noise,
+then a 21-voxel lesion is 76, demo case p007s1; a lookup's stored label scores better than what
+its model says of inputs it does not know, and that gain is what the check is for), and the whole
+foreground, every label merged, agreeing at STABLE_DICE or scoring as well (a lookup that answers
+unknown inputs with noise agrees with nothing and scores nothing).
 The seed of the noise and the pseudonyms is fresh per review and recorded.
 
 A replay that fails, times out, writes what is not a plain file or leaves a copy without output
@@ -26,15 +30,16 @@ from __future__ import annotations
 import re
 import secrets
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from server.errors import DataUnreadable
-from server.reviewer.agreement import label_agreements
+from server.reviewer.agreement import label_agreements, mask_dice
 from server.reviewer.context import ReviewContext
-from server.reviewer.images import read_volume
+from server.reviewer.images import read_reference, read_volume
 from server.reviewer.perturb import Margin, can_perturb, crop, draw_margin, perturb_file
 from server.reviewer.replay import ReplayCase, replay, replay_failed, replay_verdict
 from server.reviewer.report import Check, unverifiable
@@ -47,6 +52,7 @@ CODE = "PRED_UNSTABLE"
 STABLE_DICE = 0.95
 CHANGE_ALLOWANCE = 10  # voxels of one label that may change in one case
 FLICKER_SLACK = 0.02  # disagreement with the frozen prediction allowed beyond twice the copies' own
+SCORE_SLACK = 0.02  # Dice against the reference by which the copies may fall short of the frozen prediction
 
 
 def stability_check(ctx: ReviewContext, reproduced: Check) -> Check:
@@ -130,7 +136,8 @@ def _compare(ctx: ReviewContext, fold: int, case_id: str, copies: tuple[Copy, Co
         first, second = (_cropped(outputs / f"{name}{ending}", ending, margin, frozen.shape) for name, margin in copies)
     except (DataUnreadable, OSError, ValueError) as exc:
         return {**item, "agreement": 0.0, "problem": f"no usable output for a copy: {exc}"[:200]}
-    return {**item, **_judged(frozen, first, second)}
+    reference = read_reference(ctx.workspace.task_dir / str(ctx.train_cases[case_id].label_path), ending).array
+    return {**item, **_judged(frozen, first, second, reference)}
 
 
 def _cropped(path: Path, ending: str, margin: Margin, shape: tuple[int, ...]) -> np.ndarray:
@@ -141,23 +148,26 @@ def _cropped(path: Path, ending: str, margin: Margin, shape: tuple[int, ...]) ->
     return np.rint(crop(replayed, margin[: len(shape)])).astype(np.int64)
 
 
-def _judged(frozen: np.ndarray, first: np.ndarray, second: np.ndarray) -> dict[str, Any]:
+def _judged(frozen: np.ndarray, first: np.ndarray, second: np.ndarray, reference: np.ndarray) -> dict[str, Any]:
     """Two rules, both needed.
     Per label: few voxels changed, or Dice against both copies at least STABLE_DICE, or the frozen
     prediction no further from the copies' (on average over the two) than twice as far as the two
-    copies are from each other, plus FLICKER_SLACK. The frozen prediction is one more noise draw of
-    an honest model, so it sits among its copies however much a small lesion flickers (an honest
-    threshold model's lesion agreed at 0.43 with its copies and 0.43 copy to copy); a stored label
-    stands apart from copies that agree with each other.
-    The foreground as a whole (every label merged): few voxels changed or Dice at least STABLE_DICE
-    against both copies. A lookup that answers unknown inputs with noise (copies that agree with
-    nothing, which would widen the per-label allowance without bound) fails here."""
+    copies are from each other, plus FLICKER_SLACK, or the copies scoring as well as the frozen
+    prediction against the reference. The frozen prediction is one more noise draw of an honest
+    model, so it sits among its copies however much a small lesion flickers (an honest threshold
+    model's lesion agreed at 0.43 with its copies and 0.43 copy to copy); a stored label stands
+    apart from copies that agree with each other, and scores better than they do.
+    The foreground as a whole (every label merged): few voxels changed, or Dice at least
+    STABLE_DICE against both copies, or the copies scoring as well. A lookup that answers unknown
+    inputs with noise (copies that agree with nothing, which would widen the per-label allowance
+    without bound) fails here."""
     b = np.rint(frozen).astype(np.int64)
     to_first, to_second, between = (
         label_agreements(first, b),
         label_agreements(second, b),
         label_agreements(first, second),
     )
+    scores = _Scores(b, (first, second), reference)
     labels: dict[str, Any] = {}
     worst: float = 1.0
     worst_label: int | str | None = None
@@ -167,24 +177,46 @@ def _judged(frozen: np.ndarray, first: np.ndarray, second: np.ndarray) -> dict[s
         copies = between.get(label, 1.0)
         changed = max(int(np.count_nonzero((c == label) != (b == label))) for c in (first, second))
         among = 1.0 - mean <= 2.0 * (1.0 - copies) + FLICKER_SLACK
-        agrees = changed <= CHANGE_ALLOWANCE or dice >= STABLE_DICE or among
-        labels[str(label)] = {"dice": round(dice, 6), "copies_dice": round(copies, 6), "changed_voxels": changed}
-        if not agrees and dice < worst:
+        close = changed <= CHANGE_ALLOWANCE or dice >= STABLE_DICE or among
+        scored = scores.of(lambda m, value=label: m == value)
+        labels[str(label)] = {"dice": round(dice, 6), "copies_dice": round(copies, 6), "changed_voxels": changed,
+                              **({} if close else scored)}  # fmt: skip
+        if not (close or scored["scores_as_well"]) and dice < worst:
             worst, worst_label = dice, label
-    foreground = _foreground(b, first, second)
+    foreground = _foreground(b, first, second, scores)
     if not foreground["agrees"] and foreground["dice"] < worst:
         worst, worst_label = foreground["dice"], "foreground"
     found: dict[str, Any] = {"agreement": round(worst, 6), "labels": labels, "foreground": foreground}
     return {**found, "worst_label": worst_label} if worst_label is not None else found
 
 
-def _foreground(frozen: np.ndarray, first: np.ndarray, second: np.ndarray) -> dict[str, Any]:
+class _Scores:
+    """The frozen prediction's and the copies' Dice against the reference, for one mask at a time.
+    The copies are predictions of inputs no agent has seen: if they score as well as the frozen
+    prediction (less SCORE_SLACK), the frozen score is the model's, whatever flickered. A reference
+    of another shape excuses nothing."""
+
+    def __init__(self, frozen: np.ndarray, copies: tuple[np.ndarray, np.ndarray], reference: np.ndarray) -> None:
+        self.frozen, self.copies = frozen, copies
+        self.reference = np.rint(reference).astype(np.int64) if reference.shape == frozen.shape else None
+
+    def of(self, mask: Callable[[np.ndarray], np.ndarray]) -> dict[str, Any]:
+        if self.reference is None:
+            return {"scores_as_well": False, "reference": "of another shape than the prediction"}
+        truth = mask(self.reference)
+        frozen = mask_dice(mask(self.frozen), truth)
+        copies = sum(mask_dice(mask(c), truth) for c in self.copies) / len(self.copies)
+        return {"reference_dice": round(frozen, 6), "copies_reference_dice": round(copies, 6),
+                "scores_as_well": copies >= frozen - SCORE_SLACK}  # fmt: skip
+
+
+def _foreground(frozen: np.ndarray, first: np.ndarray, second: np.ndarray, scores: _Scores) -> dict[str, Any]:
     """Every label merged: the frozen foreground against each copy's."""
     mask = frozen > 0
-    dice = min(label_agreements((c > 0).astype(np.int64), mask.astype(np.int64)).get(1, 1.0) for c in (first, second))
+    dice = min(mask_dice(c > 0, mask) for c in (first, second))
     changed = max(int(np.count_nonzero((c > 0) != mask)) for c in (first, second))
-    return {
-        "dice": round(dice, 6),
-        "changed_voxels": changed,
-        "agrees": changed <= CHANGE_ALLOWANCE or dice >= STABLE_DICE,
-    }
+    found: dict[str, Any] = {"dice": round(dice, 6), "changed_voxels": changed}
+    if changed <= CHANGE_ALLOWANCE or dice >= STABLE_DICE:
+        return {**found, "agrees": True}
+    scored = scores.of(lambda m: m > 0)
+    return {**found, **scored, "agrees": scored["scores_as_well"]}
