@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -56,15 +58,31 @@ class DemoRun:
         return self.root / "workspace"
 
 
+DEMO_LIMIT_S = 270
+
+
+def _demo_state(root: Path, stdout: str, stderr: str) -> str:
+    """What a demo that ran out of time printed, and the tail of its supervisor's log."""
+    log = root / "workspace" / ".amid" / "supervise.log"
+    tail = log.read_text(encoding="utf-8", errors="replace")[-6000:] if log.is_file() else "(no supervise.log)"
+    return f"stdout:\n{stdout[-4000:]}\nstderr:\n{stderr[-3000:]}\nsupervise.log:\n{tail}"
+
+
 @pytest.fixture(scope="session")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
     """`amid demo` run once per session, as the README runs it (a real subprocess). Read-only: tests
     that change the run copy `demo_run.root` first (with symlinks=True)."""
     root = tmp_path_factory.mktemp("demo") / "run"
-    result = subprocess.run([sys.executable, "-m", "server.cli", "demo", "-w", str(root)],
-                            capture_output=True, text=True, timeout=600)  # fmt: skip
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return DemoRun(root, result.stdout, result.stderr)
+    demo = subprocess.Popen([sys.executable, "-m", "server.cli", "demo", "-w", str(root)], text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
+    try:  # under the test's 300 s limit, so that a demo that does not finish says where it stood
+        stdout, stderr = demo.communicate(timeout=DEMO_LIMIT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(demo.pid, signal.SIGKILL)  # the demo's server, supervisor and workers too
+        stdout, stderr = demo.communicate()
+        pytest.fail(f"amid demo did not finish in {DEMO_LIMIT_S} s\n{_demo_state(root, stdout, stderr)}")
+    assert demo.returncode == 0, stdout[-3000:] + stderr[-3000:]
+    return DemoRun(root, stdout, stderr)
 
 
 @pytest.fixture
