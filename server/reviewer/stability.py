@@ -30,7 +30,6 @@ from __future__ import annotations
 import re
 import secrets
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -178,7 +177,7 @@ def _judged(frozen: np.ndarray, first: np.ndarray, second: np.ndarray, reference
         changed = max(int(np.count_nonzero((c == label) != (b == label))) for c in (first, second))
         among = 1.0 - mean <= 2.0 * (1.0 - copies) + FLICKER_SLACK
         close = changed <= CHANGE_ALLOWANCE or dice >= STABLE_DICE or among
-        scored = scores.of(lambda m, value=label: m == value)
+        scored = scores.of(label)
         labels[str(label)] = {"dice": round(dice, 6), "copies_dice": round(copies, 6), "changed_voxels": changed,
                               **({} if close else scored)}  # fmt: skip
         if not (close or scored["scores_as_well"]) and dice < worst:
@@ -200,9 +199,14 @@ class _Scores:
         self.frozen, self.copies = frozen, copies
         self.reference = np.rint(reference).astype(np.int64) if reference.shape == frozen.shape else None
 
-    def of(self, mask: Callable[[np.ndarray], np.ndarray]) -> dict[str, Any]:
+    def of(self, label: int | None) -> dict[str, Any]:
+        """For one label, or for the whole foreground (None)."""
         if self.reference is None:
             return {"scores_as_well": False, "reference": "of another shape than the prediction"}
+
+        def mask(values: np.ndarray) -> np.ndarray:
+            return values > 0 if label is None else values == label
+
         truth = mask(self.reference)
         frozen = mask_dice(mask(self.frozen), truth)
         copies = sum(mask_dice(mask(c), truth) for c in self.copies) / len(self.copies)
@@ -218,5 +222,5 @@ def _foreground(frozen: np.ndarray, first: np.ndarray, second: np.ndarray, score
     found: dict[str, Any] = {"dice": round(dice, 6), "changed_voxels": changed}
     if changed <= CHANGE_ALLOWANCE or dice >= STABLE_DICE:
         return {**found, "agrees": True}
-    scored = scores.of(lambda m: m > 0)
+    scored = scores.of(None)
     return {**found, **scored, "agrees": scored["scores_as_well"]}
