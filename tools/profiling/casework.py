@@ -206,12 +206,19 @@ def _content_hash(paths: list[str]) -> str | None:
 
 
 def _check_channel_geometry(case: CaseFiles, result: CaseResult) -> None:
+    """A channel on its own grid is a warning, not broken data: real multi-sequence MRI ships so
+    (ISLES'22: FLAIR on a finer grid than DWI and ADC, whose grid the mask shares), and a model must
+    resample it onto channel 0's grid before stacking. A label off its image's grid stays an error."""
     reference = result.headers[0]
     assert reference is not None
-    for path, header in zip(case.image_paths[1:], result.headers[1:], strict=True):
+    for index, (path, header) in enumerate(zip(case.image_paths[1:], result.headers[1:], strict=True), start=1):
         difference = geometry_difference(reference, header) if header else None
         if difference:
-            result.add_issue("geometry_mismatch", "error", path, f"channel differs from channel 0: {difference}")
+            result.add_issue(
+                "channel_grid_differs", "warning", path,
+                f"channel {index} is on another grid than channel 0 ({difference}): resample it onto channel 0's "
+                "grid before stacking the channels (nnU-Net and MONAI's loaders expect one grid per case)",
+            )  # fmt: skip
 
 
 def _read_label_map(job: CaseJob, result: CaseResult) -> tuple[np.ndarray | None, tuple[slice, ...] | None]:

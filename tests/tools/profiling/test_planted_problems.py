@@ -116,3 +116,19 @@ def test_a_label_map_with_fractional_values_is_flagged(ct_cases: list[ProfileCas
     write_nifti(Path(path), label, CT_SPACING)
     profile = profile_dataset(ct_request(ct_cases))
     assert [i.case_id for i in profile.issues_with("label_not_integer")] == ["ct_000"]
+
+
+def test_a_channel_on_its_own_grid_is_a_warning_that_names_the_resampling(ct_cases: list[ProfileCase]) -> None:
+    """As ISLES'22 ships its cases: FLAIR on a finer grid than DWI, whose grid the mask shares. The
+    data are usable (a model resamples FLAIR); a label off its image's grid would be an error."""
+    case = ct_cases[2]
+    image = load_voxels(case.image_paths[0])
+    finer = Path(case.image_paths[0]).with_name(f"{case.case_id}_0001.nii.gz")
+    write_nifti(finer, np.repeat(image, 2, axis=0), (CT_SPACING[0] / 2, *CT_SPACING[1:]))
+    two_channels = [c.model_copy(update={"image_paths": [*c.image_paths, str(finer)]}) if c is case else c
+                    for c in ct_cases]  # fmt: skip
+    profile = profile_dataset(ct_request(two_channels))
+    [issue] = profile.issues_with("channel_grid_differs")
+    assert (issue.case_id, issue.severity, issue.path) == (case.case_id, "warning", str(finer))
+    assert "resample it onto channel 0's grid" in issue.message
+    assert profile.issues_with("geometry_mismatch") == []
