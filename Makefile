@@ -32,6 +32,11 @@ bench-scale:
 	PYTHONUTF8=1 .venv/bin/python benchmarks/scale/agents_growth.py
 	PYTHONUTF8=1 .venv/bin/python benchmarks/scale/reviews_growth.py
 	PYTHONUTF8=1 .venv/bin/python benchmarks/scale/jobs_growth.py
+	PYTHONUTF8=1 .venv/bin/python benchmarks/scale/plot.py
+
+# The growth benchmarks' results as one figure (benchmarks/results/growth.png).
+bench-plot:
+	PYTHONUTF8=1 .venv/bin/python benchmarks/scale/plot.py
 
 # The crash, attack and fuzz suites at full size, then the README's figures table from their results.
 reliability-figures:
