@@ -1,6 +1,6 @@
 # The two commands of the README: `make demo` and `make test`. Both set up a fresh machine first.
 # `make demo` installs only what the demo needs; `make test` adds the training stack (torch, MONAI, nnU-Net).
-.PHONY: setup setup-demo demo test test-only lint bench bench-scale reliability-figures
+.PHONY: setup setup-demo demo test test-only lint bench bench-scale reliability-figures bench-plot
 
 setup:
 	bash .ci/setup
