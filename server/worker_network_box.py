@@ -5,9 +5,11 @@ become the worker's CLI.
     python -I worker_network_box.py '{"folder": "/amid-net", "ports": {"8731": "0", "3128": "proxy"}}' -- CLI ARGS…
 
 The listening sockets are bound before the fork, so the CLI never races them. The forwarder ignores
-SIGTERM and SIGINT (the supervisor signals the whole process group to interrupt the CLI) and dies with
-the namespace when the CLI, the sandbox's main process, exits. Standard library only: it runs on the
-interpreter the sandbox shows, with nothing of the host's Python path.
+SIGTERM and SIGINT (the supervisor signals the whole process group to interrupt the CLI) and ends when
+the CLI does, its parent (Linux's parent-death signal): the namespace's end did not bound it, since
+bubblewrap keeps its own init as the namespace's first process (a demo's forwarder lived on, with its
+box, after its CLI and supervisor were gone). Standard library only: it runs on the interpreter the
+sandbox shows, with nothing of the host's Python path.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import sys
 from collections.abc import Awaitable, Callable
 
 CHUNK = 65536
+PR_SET_PDEATHSIG = 1
 
 
 def _listen(port: int) -> list[socket.socket]:
@@ -72,6 +75,18 @@ async def _serve(listening: list[tuple[socket.socket, str]]) -> None:
     await asyncio.gather(*(server.serve_forever() for server in servers))
 
 
+def _die_with(parent: int) -> None:
+    """SIGKILL when `parent` ends (PR_SET_PDEATHSIG), and an end now if it already has."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: nothing but the sandbox's end bounds the forwarder
+        pass
+    if os.getppid() != parent:
+        os._exit(0)
+
+
 def main(args: list[str]) -> None:
     if len(args) < 3 or args[1] != "--":
         raise SystemExit("usage: worker_network_box.py SPEC -- COMMAND [ARGS...]")
@@ -81,7 +96,9 @@ def main(args: list[str]) -> None:
         for port, name in spec["ports"].items()
         for sock in _listen(int(port))
     ]
+    cli = os.getpid()  # after the exec below, this process is the CLI
     if os.fork() == 0:
+        _die_with(cli)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         devnull = os.open(os.devnull, os.O_RDWR)

@@ -9,6 +9,7 @@ the old one works on beside it.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import json
@@ -112,5 +113,7 @@ class WorkerProcess:
             except subprocess.TimeoutExpired:
                 continue
         code = self.popen.wait()
+        with contextlib.suppress(ProcessLookupError, PermissionError):  # what outlived the group's leader
+            os.killpg(self.popen.pid, signal.SIGKILL)  # (bubblewrap's init ignores a SIGTERM from outside)
         self._reader.join(timeout=5)
         return code

@@ -468,3 +468,35 @@ def test_a_connection_to_a_model_that_never_answers_is_held_until_its_box_closes
         bridge.stop()
         for end in ends:
             end.close()
+
+
+def _forwarders(marker: str) -> list[int]:
+    """Live processes whose command line holds `marker` (the box's spec)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                status = (entry / "status").read_text()
+                if marker in (entry / "cmdline").read_bytes().decode(errors="replace") and "State:\tZ" not in status:
+                    found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_the_in_box_forwarder_ends_when_its_cli_does(tmp_path: Path) -> None:
+    """Whatever ends the CLI, the forwarder it forked ends with it: a demo's forwarder lived on with its
+    bubblewrap init after the CLI and the supervisor were gone (run here without a namespace, where only
+    the forwarder's own bound ends it)."""
+    folder = tmp_path / f"box-{uuid.uuid4().hex[:8]}"
+    folder.mkdir()
+    spec = json.dumps({"folder": str(folder), "ports": {"0": "0"}})
+    box = Path(sandbox.__file__).with_name("worker_network_box.py")
+    cli = subprocess.run([sys.executable, "-I", "-S", str(box), spec, "--", sys.executable, "-c", "pass"], timeout=30)
+    assert cli.returncode == 0
+    deadline = time.monotonic() + 10
+    while _forwarders(folder.name) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = _forwarders(folder.name)
+    for pid in left:
+        os.kill(pid, 9)
+    assert left == [], "the forwarder outlived its CLI"
