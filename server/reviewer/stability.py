@@ -177,9 +177,9 @@ def _judged(frozen: np.ndarray, first: np.ndarray, second: np.ndarray, reference
         changed = max(int(np.count_nonzero((c == label) != (b == label))) for c in (first, second))
         among = 1.0 - mean <= 2.0 * (1.0 - copies) + FLICKER_SLACK
         close = changed <= CHANGE_ALLOWANCE or dice >= STABLE_DICE or among
-        scored = scores.of(label)
+        scored = {} if close else scores.of(label)  # asked only where the other rules do not settle it
         labels[str(label)] = {"dice": round(dice, 6), "copies_dice": round(copies, 6), "changed_voxels": changed,
-                              **({} if close else scored)}  # fmt: skip
+                              **scored}  # fmt: skip
         if not (close or scored["scores_as_well"]) and dice < worst:
             worst, worst_label = dice, label
     foreground = _foreground(b, first, second, scores)
