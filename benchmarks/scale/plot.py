@@ -91,6 +91,14 @@ def _plain_log_y(ax: Axes) -> None:
     ax.yaxis.set_minor_formatter(FuncFormatter(_minor_label))
 
 
+def _log_axes(ax: Axes, sizes: Sequence[float], xlabel: str, ylabel: str, title: str) -> None:
+    """A size axis below, a plain-numbered log axis beside, and the panel's title."""
+    _size_axis(ax, sizes, xlabel)
+    _plain_log_y(ax)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+
+
 def _ledger(ax: Axes, results_dir: Path) -> None:
     d = _load(results_dir, "ledger")
     ping = _num((d.get("bare_sdk_ping") or {}).get("server_cpu_ms_per_call"), "bare SDK ping CPU")
@@ -112,12 +120,10 @@ def _ledger(ax: Axes, results_dir: Path) -> None:
     if not drawn:
         raise NoData("no per-tool server CPU")
     ax.axhline(ping, color="black", linestyle="--", linewidth=1.2, label=f"bare SDK ping ({ping:g} ms)")
-    _size_axis(ax, attempts, "attempts in the ledger")
-    _plain_log_y(ax)
+    _log_axes(ax, attempts, "attempts in the ledger", "server CPU ms per call (warm)",
+              "Ledger size: tool CPU per call\nreference: bare MCP SDK ping, same run")  # fmt: skip
     lo, hi = ax.get_ylim()
     ax.set_ylim(lo / 1.3, hi * 6)  # room for the legend above the curves
-    ax.set_ylabel("server CPU ms per call (warm)")
-    ax.set_title("Ledger size: tool CPU per call\nreference: bare MCP SDK ping, same run")
     ax.legend(fontsize=7.5, loc="upper right", ncol=2)
 
 
@@ -146,10 +152,8 @@ def _data(ax: Axes, results_dir: Path) -> None:
         drawn += 1
     if not drawn:
         raise NoData("no CT or tile curves")
-    _size_axis(ax, sorted(set(all_cases)), "cases in the dataset")
-    _plain_log_y(ax)
-    ax.set_ylabel("CPU ns per byte on disk")
-    ax.set_title("Data size: profiler CPU per byte\nreference: ISA-L read-and-inflate floor, same run")
+    _log_axes(ax, sorted(set(all_cases)), "cases in the dataset", "CPU ns per byte on disk",
+              "Data size: profiler CPU per byte\nreference: ISA-L read-and-inflate floor, same run")  # fmt: skip
     ax.legend(fontsize=7.5, loc="upper right")
 
 
@@ -254,12 +258,10 @@ def _jobs(ax: Axes, results_dir: Path) -> None:
         drawn += 1
     if not drawn:
         raise NoData("no jobs per second")
-    _size_axis(ax, sorted(set(sizes_seen)), "jobs in one burst (concurrency 8)")
-    _plain_log_y(ax)
+    _log_axes(ax, sorted(set(sizes_seen)), "jobs in one burst (concurrency 8)", "throughput, jobs per second",
+              "Jobs: dispatch throughput\nreference: Ray backend, same run")  # fmt: skip
     lo, hi = ax.get_ylim()
     ax.set_ylim(lo / 2, hi * 3)
-    ax.set_ylabel("throughput, jobs per second")
-    ax.set_title("Jobs: dispatch throughput\nreference: Ray backend, same run")
     ax.legend(fontsize=7.5, loc="upper right")
     if notes:
         ax.text(0.02, 0.03, "\n".join(notes), transform=ax.transAxes, fontsize=6.5, va="bottom", color="dimgray")
