@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from shlex import quote
 from typing import Any
 
 from server.report import plots, queries, tables, timeplots
@@ -28,6 +29,7 @@ svg text{font-size:11px;fill:#333}.tick{fill:#666}.x-label,.y-label{font-size:12
 table{border-collapse:collapse;font-size:13px}th,td{border-bottom:1px solid #eee;padding:3px 10px;text-align:left}
 th{background:#f0f2f5}footer{color:#777;font-size:12px;padding:8px 24px 20px}code{font-size:12px}
 .session{background:#13202c;color:#cfd8e3;font-size:12px;padding:4px 24px;text-align:right}
+.shown{background:#eef3f8;border:1px solid #cdd9e5;border-radius:4px;padding:8px 12px}
 .session form{margin:0}.session button{font-size:12px;margin-left:6px}
 """
 
@@ -91,14 +93,31 @@ PLOTS = (
 )
 
 
-def truncation_notice(run: RunData) -> Markup | None:
-    """Said where the page shows only part of the run: a query stopped at the row limit."""
-    if not run.truncated:
-        return None
-    text = (f"This page reads at most {queries.ROW_LIMIT:,} rows per query, and the run has as many or more in: "
-            f"{', '.join(run.truncated)}. Their plots and tables show the first {queries.ROW_LIMIT:,} in time order; "
-            "`amid sql` and `amid export` read all of them.")  # fmt: skip
-    return el("p", text, id="truncated", class_="no-data")
+REST_SQL = "SELECT * FROM v_evidence ORDER BY created_at, attempt_id"  # every attempt with its verdict and score
+
+
+def _accepted_shown(run: RunData) -> str:
+    if run.n_accepted <= queries.ACCEPTED:
+        return f" and all {run.n_accepted:,} accepted ones;"
+    return f" and the best ranked {queries.ACCEPTED:,} of {run.n_accepted:,} accepted ones;"
+
+
+def shown_notice(run: RunData, workspace: Path) -> Markup:
+    """What the page shows of the run out of how much, and the commands that read the rest."""
+    n_shown = len(run.tables["attempts"])
+    if n_shown >= run.n_attempts and not run.bucketed and not run.truncated:
+        return el("p", f"This page shows all {run.n_attempts:,} attempts of the run.", id="shown", class_="caption")
+    ws = quote(str(workspace))
+    parts = [f"This page shows the newest {n_shown:,} of {run.n_attempts:,} attempts",
+             _accepted_shown(run),
+             f" the counts and the lane table are over the whole run, and a plot draws at most"
+             f" {queries.POINTS:,} points (beyond that: the newest, or aggregates per time slice, as its caption"
+             " says). The rest, from the ledger: ",
+             el("code", f"amid sql {quote(REST_SQL)} -w {ws} --limit 100000"), " (page on with --offset) or ",
+             el("code", f"amid export -w {ws}"), " (every table as Parquet)."]  # fmt: skip
+    if run.truncated:  # a query that is not bounded by the page's own limits reached the read path's
+        parts.append(f" These read at most {queries.ROW_LIMIT:,} rows and show the first: {', '.join(run.truncated)}.")
+    return el("p", parts, id="shown", class_="shown")
 
 
 def session_bar(signed_in_as: str | None) -> Markup | None:
@@ -129,13 +148,14 @@ def render(
     ]
     main = el(
         "main",
-        truncation_notice(run),
+        shown_notice(run, facts.package_dir.parent),
         el("h2", "Plots"),
         el("div", [plot(run) for plot in PLOTS], class_="plots"),
         el("h2", "Tables"),
         tables.leaderboard_table(run),
         tables.package_table(run, facts.package, facts.package_dir),
         tables.lanes_table(run),
+        tables.attempts_table(run),
         tables.notes_table(run),
         tables.workers_table(run),
     )

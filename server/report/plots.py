@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from server.report import queries
 from server.report.markup import Markup, el, fmt, void
 from server.report.queries import Row, RunData
 from server.report.svg import (
@@ -107,8 +108,14 @@ def check_failures(run: RunData) -> Markup:
     return panel(plot_id, title, n_marks, Markup(body + legend(list(fills.items()))))
 
 
+def _newest_of(run: RunData, name: str, what: str) -> str:
+    """Said under a scatter that draws only the newest of its points."""
+    shown, total = len(run.tables[name]), run.total(name)
+    return f"; the newest {shown:,} of {total:,} {what}" if total > shown else ""
+
+
 def _scatter(
-    plot_id: str, title: str, points: list[tuple[float, float, str, str]], x_label: str, y_label: str
+    plot_id: str, title: str, points: list[tuple[float, float, str, str]], x_label: str, y_label: str, shown: str = ""
 ) -> Markup:
     """Points (x, y, status, tooltip) on shared axes with the y = x line."""
     points = sorted(points, key=lambda p: p[2] == "accepted")  # accepted drawn last, on top of duplicates
@@ -119,7 +126,7 @@ def _scatter(
     body = svg(axes(frame, x_label, y_label), identity_line(frame), marks, label=title)
     statuses = sorted({status for _, _, status, _ in points})
     keys = [(status, STATUS_COLOURS.get(status, "#777")) for status in statuses]
-    return panel(plot_id, title, len(points), Markup(body + legend(keys)), "dashed line: y = x")
+    return panel(plot_id, title, len(points), Markup(body + legend(keys)), f"dashed line: y = x{shown}")
 
 
 def declared_vs_verified(run: RunData) -> Markup:
@@ -130,7 +137,14 @@ def declared_vs_verified(run: RunData) -> Markup:
     points = [(float(r["declared"]), float(r["verified"]), str(r["status"]),
                f"{r['attempt_id']} fold {r['fold']}: declared {fmt(r['declared'])}, verified {fmt(r['verified'])}")
               for r in rows]  # fmt: skip
-    return _scatter(plot_id, title, points, f"declared {run.metric} (agent)", f"verified {run.metric} (reviewer)")
+    return _scatter(
+        plot_id,
+        title,
+        points,
+        f"declared {run.metric} (agent)",
+        f"verified {run.metric} (reviewer)",
+        _newest_of(run, "declared_verified", "attempt folds"),
+    )
 
 
 def holdout_vs_validation(run: RunData) -> Markup:
@@ -141,14 +155,21 @@ def holdout_vs_validation(run: RunData) -> Markup:
     points = [(float(r["validation"]), float(r["holdout"]), str(r["status"]),
                f"{r['attempt_id']}: validation {fmt(r['validation'])}, holdout {fmt(r['holdout'])}")
               for r in rows]  # fmt: skip
-    return _scatter(plot_id, title, points, f"verified validation {run.metric}", f"holdout {run.metric} (replayed)")
+    return _scatter(
+        plot_id,
+        title,
+        points,
+        f"verified validation {run.metric}",
+        f"holdout {run.metric} (replayed)",
+        _newest_of(run, "holdout", "replayed attempts"),
+    )
 
 
 def lineage(run: RunData) -> Markup:
     from server.report.lineage import layers
 
     plot_id, title = "plot-lineage", "Lineage of attempts (parent → child)"
-    attempts = run.tables["attempts"]
+    attempts = run.tables["attempts"][: queries.LINEAGE][::-1]  # the newest, in submission order
     if not attempts:
         return empty_panel(plot_id, title, "no attempt has been submitted")
     position = layers([(str(a["attempt_id"]), a["parent_attempt_id"]) for a in attempts])
@@ -177,5 +198,8 @@ def lineage(run: RunData) -> Markup:
                el("text", "attempts", x=14, y=MARGIN_TOP + 10, class_="y-label"), parts, label=title,
                height=frame.height)  # fmt: skip
     caption = f"{len(position)} attempts, {n_edges} parent edges; fill: status, ring: lane"
+    if run.n_attempts > len(position):
+        newest = f"the newest {len(position):,} of {run.n_attempts:,} attempts"
+        caption += f"; {newest} (every parent edge: the view v_lineage)"
     keys = legend([(lane, colour(i)) for i, lane in enumerate(lanes)])
     return panel(plot_id, title, len(position), Markup(body + keys), caption)

@@ -8,6 +8,7 @@ from shlex import quote
 from typing import Any
 
 from server.ranking import rank_rows
+from server.report import queries
 from server.report.markup import Child, Markup, el, fmt
 from server.report.queries import RunData, as_time
 
@@ -24,10 +25,9 @@ def table(table_id: str, title: str, header: list[str], rows: list[list[Child]],
 
 
 def lanes_table(run: RunData) -> Markup:
-    best: dict[str, float] = {}
-    for row in run.tables["leaderboard"]:
-        lane, score = str(row["lane_id"]), float(row["verified_score"])
-        best[lane] = score if lane not in best else run.best([best[lane], score])
+    # per lane over every accepted attempt (an aggregate), not over the leaderboard rows the page lists
+    side = "highest" if run.higher_better else "lowest"
+    best = {str(row["lane_id"]): float(row[side]) for row in run.tables["lane_best"] if row[side] is not None}
     rows = [[lane["lane_id"], lane["title"], lane["tier"], lane["status"], int(lane["n_attempts"]),
              int(lane["n_accepted"]), int(lane["n_rejected"]), _best_cell(best.get(str(lane["lane_id"])))]
             for lane in run.tables["lanes"]]  # fmt: skip
@@ -44,13 +44,28 @@ def _ranked(run: RunData) -> list[dict[str, Any]]:
 
 
 def leaderboard_table(run: RunData) -> Markup:
+    ranked = _ranked(run)
     rows = [[rank, r["attempt_id"], r["agent_id"], r["lane_id"], _best_cell(float(r["verified_score"])),
              fmt(r["score_se"]), r["tries"], fmt(r["score_bound"]), r["n_folds"], str(r["commit_sha"])[:12]]
-            for rank, r in enumerate(_ranked(run), start=1)]  # fmt: skip
+            for rank, r in enumerate(ranked[: queries.ACCEPTED], start=1)]  # fmt: skip
     header = ["rank", "attempt", "agent", "lane", f"verified {run.metric}", "± SE", "tries", "ranked by", "folds",
               "commit"]  # fmt: skip
-    return table("table-leaderboard", "Leaderboard (accepted attempts, ranked by a bound widened for tries)", header,
-                 rows, "no attempt has been accepted")  # fmt: skip
+    title = "Leaderboard (accepted attempts, ranked by a bound widened for tries)"
+    if len(ranked) > len(rows):
+        title += f": the best {len(rows):,} of {len(ranked):,}"
+    return table("table-leaderboard", title, header, rows, "no attempt has been accepted", data_total=len(ranked))
+
+
+def attempts_table(run: RunData) -> Markup:
+    """The newest attempts, newest first, whatever their verdict."""
+    rows = [[a["attempt_id"], a["agent_id"], a["lane_id"] or "-", el("span", a["status"], class_="status"),
+             fmt(a["verified_score"]), _when(a["created_at"]), a["parent_attempt_id"] or "-"]
+            for a in run.tables["attempts"]]  # fmt: skip
+    title = "Newest attempts"
+    if run.n_attempts > len(rows):
+        title += f": {len(rows):,} of {run.n_attempts:,}"
+    header = ["attempt", "agent", "lane", "status", f"verified {run.metric}", "submitted (UTC)", "parent"]
+    return table("table-attempts", title, header, rows, "no attempt has been submitted", data_total=run.n_attempts)
 
 
 def notes_table(run: RunData) -> Markup:

@@ -6,8 +6,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from server.report import queries
 from server.report.markup import Markup, el, fmt, void
-from server.report.queries import RunData, as_time
+from server.report.queries import Row, RunData, as_time
 from server.report.svg import (
     MARGIN_BOTTOM,
     MARGIN_TOP,
@@ -65,14 +66,25 @@ def score_over_time(run: RunData) -> Markup:
                                                if r["status"] == "accepted"], colour(index)))  # fmt: skip
         for x, row in mine:
             filled = row["status"] == "accepted"
-            tip = f"{row['attempt_id']} {lane}: {fmt(row['verified_score'])} ({row['status']})"
-            marks.append(el("circle", el("title", tip), cx=frame.x(x), cy=frame.y(float(row["verified_score"])), r=5,
-                            fill=colour(index) if filled else "white", stroke=colour(index), stroke_width=2,
-                            class_="mark", data_attempt=row["attempt_id"]))  # fmt: skip
+            marks.append(el("circle", el("title", _score_tip(row, lane)), cx=frame.x(x),
+                            cy=frame.y(float(row["verified_score"])), r=5, fill=colour(index) if filled else "white",
+                            stroke=colour(index), stroke_width=2, class_="mark",
+                            data_attempt=row["attempt_id"], data_count=int(row["n"])))  # fmt: skip
     body = svg(axes(frame, clock.label, f"verified {run.metric} (mean over folds)"), marks, label=title)
     keys = [(lane, colour(i)) for i, lane in enumerate(lanes)]
     caption = "filled: accepted; hollow: not accepted; line: best accepted so far"
+    if "evidence" in run.bucketed:
+        caption = (
+            f"{run.total('evidence'):,} scored attempts, more than {queries.POINTS:,}: each point is the best "
+            f"of one lane's attempts in one of {queries.BUCKETS} time slices (count in its tooltip); {caption}"
+        )
     return panel(plot_id, title, len(rows), Markup(body + legend(keys)), caption)
+
+
+def _score_tip(row: Row, lane: str) -> str:
+    if int(row["n"]) == 1 and row["attempt_id"]:
+        return f"{row['attempt_id']} {lane}: {fmt(row['verified_score'])} ({row['status']})"
+    return f"{lane}: best {fmt(row['verified_score'])} of {int(row['n'])} {row['status']} attempts by this time"
 
 
 def _best_so_far(run: RunData, frame: Frame, points: list[tuple[float, float]], stroke: str) -> Markup:
@@ -106,22 +118,29 @@ def agent_timeline(run: RunData) -> Markup:
     for agent, kind, at, tip in events:
         parts.append(_event_mark(frame.x(clock(at)), frame.y(agents.index(agent)), kind, tip))
     keys = [("attempt (colour: status)", "#2ca02c"), ("review verdict", "#555"), ("heartbeat", "#e377c2")]
-    return panel(plot_id, title, len(events), Markup(svg(parts, label=title, height=height) + legend(keys)))
+    caption = ""
+    if "timeline" in run.bucketed:
+        caption = (
+            f"{run.total('timeline'):,} events, more than {queries.POINTS:,}: each mark is one agent's events "
+            f"of one kind in one of {queries.BUCKETS} time slices (count in its tooltip)"
+        )
+    return panel(plot_id, title, len(events), Markup(svg(parts, label=title, height=height) + legend(keys)), caption)
 
 
 def _agent_events(run: RunData) -> list[tuple[str, str, datetime, str]]:
-    """(agent, kind, time, tooltip) for every attempt, finished review and heartbeat."""
+    """(agent, kind, time, tooltip) per attempt, review and heartbeat, or per time bucket of them."""
     events = []
-    for row in run.tables["attempts"]:
-        kind = f"attempt:{row['status']}"
-        events.append((row["agent_id"], kind, as_time(row["created_at"]), f"{row['attempt_id']} {row['status']}"))
-    for row in run.tables["reviews"]:
-        at = as_time(row["finished_at"]) or as_time(row["requested_at"])
-        events.append((row["requested_by"], "review", at, f"{row['review_id']} of {row['attempt_id']}: "
-                       f"{row['verdict'] or 'not finished'}"))  # fmt: skip
-    for row in run.tables["heartbeats"]:
-        events.append((row["agent_id"], "heartbeat", as_time(row["created_at"]), f"heartbeat: {row['kind']}"))
-    return [(str(agent), kind, at, tip) for agent, kind, at, tip in events if at is not None]
+    for row in run.tables["timeline"]:
+        at, kind, n = as_time(row["ts"]), str(row["kind"]), int(row["n"])
+        if at is not None:
+            events.append((str(row["agent_id"]), kind, at, row["tip"] if n == 1 and row["tip"] else _bucket_tip(row)))
+    return events
+
+
+def _bucket_tip(row: Row) -> str:
+    first, last = (as_time(row[key]) for key in ("ts", "last_at"))
+    when = f"{first:%H:%M:%S}–{last:%H:%M:%S}" if first and last else "-"
+    return f"{int(row['n'])} × {str(row['kind']).replace(':', ' ')}, {when} UTC"
 
 
 def _event_mark(x: float, y: float, kind: str, tip: str) -> Markup:

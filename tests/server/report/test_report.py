@@ -1,4 +1,5 @@
-"""`amid report` on the demo run, rendered in headless Chromium; an empty run; ledger text escaped."""
+"""`amid report` on the demo run, rendered in headless Chromium; an empty run; ledger text escaped; a long run
+shown in part."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from PIL import Image
 
 from server.context import Services
 from server.ledger import utcnow
+from server.ledger.attempts import NewAttempt
 from server.ledger.lanes import LaneRow
+from server.ledger.reviews import MetricRow, ReviewOutcome, Verdict
 from server.report import queries
 from server.report.build import build_report
 from tests.server.report.checks import check_numbers_match, check_plots_drawn
@@ -77,14 +80,43 @@ def test_ledger_text_written_by_agents_is_escaped(services: Services, tmp_path: 
     assert f"lane {evil}" in lanes
 
 
-def test_a_run_larger_than_the_row_limit_says_what_the_page_leaves_out(
+def _attempt(services: Services, i: int) -> str:
+    new = NewAttempt(f"agent-{i % 2}", "lane-a", f"{i:040x}", [0], "real", None, None, f"key-{i}", f"attempt {i}")
+    return services.ledger.attempts.create(new)[0]
+
+
+def _review(services: Services, attempt_id: str, score: float, verdict: Verdict) -> None:
+    metric = services.workspace.contract().primary_metric
+    review, _ = services.ledger.reviews.request(attempt_id, "supervisor")
+    services.ledger.reviews.start(review["review_id"])
+    row = MetricRow("fold", 0, metric, score, n_cases=4, n_valid=4, n_nan=0, n_capped=0, case_se=0.02)
+    services.ledger.reviews.finish(review["review_id"], ReviewOutcome(verdict=verdict, checks=[], metrics=[row]))
+
+
+def test_a_run_longer_than_the_page_shows_the_newest_attempts_every_accepted_one_and_names_the_rest(
     services: Services, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # At 100,000 attempts the report's queries stopped at 50,000 rows and nothing said so.
-    monkeypatch.setattr(queries, "ROW_LIMIT", 20)
-    for i in range(19):
-        services.ledger.activity.add_heartbeat("alice", "custom", f"h{i}", "manager", None)
-    assert 'id="truncated"' not in build_report(services.ledger, services.workspace)
-    services.ledger.activity.add_heartbeat("alice", "custom", "h19", "manager", None)
-    notice = parse(build_report(services.ledger, services.workspace)).by_id("truncated")
-    assert "at most 20 rows per query" in notice.text and ": heartbeats." in notice.text
+    # At 100,000 attempts the page was 21 MB: it drew every attempt, review and heartbeat. Lowered
+    # limits stand in for the page's own here.
+    for name, value in {"RECENT": 5, "LINEAGE": 4, "POINTS": 3, "BUCKETS": 2}.items():
+        monkeypatch.setattr(queries, name, value)
+    ids = [_attempt(services, i) for i in range(12)]
+    for i, attempt_id in enumerate(ids[:4]):  # the oldest: three accepted, one rejected
+        _review(services, attempt_id, 0.5 + i / 10, "rejected" if i == 3 else "accepted")
+    page = parse(build_report(services.ledger, services.workspace))
+
+    facts = {node.attrs["data-fact"]: node.text for node in page.walk() if "data-fact" in node.attrs}
+    assert (facts["attempts"], facts["accepted"]) == ("12", "3")  # counted over the whole run
+    newest = [row.by_tag("td")[0].text for row in page.by_id("table-attempts").by_tag("tbody")[0].by_tag("tr")]
+    assert newest == ids[:-6:-1]  # the newest five, newest first
+    leaderboard = page.by_id("table-leaderboard").by_tag("tbody")[0].by_tag("tr")
+    assert sorted(row.by_tag("td")[1].text for row in leaderboard) == ids[:3]  # old, but accepted: all listed
+    shown = page.by_id("shown").text
+    assert "the newest 5 of 12 attempts and all 3 accepted ones" in shown
+    assert "amid sql 'SELECT * FROM v_evidence" in shown and f"amid export -w {services.workspace.root}" in shown
+
+    assert page.by_id("plot-lineage").attrs["data-n"] == "4" and "newest 4 of 12" in page.by_id("plot-lineage").text
+    scores = page.by_id("plot-score-over-time")  # 4 scored attempts, more than 3 points: time-slice bests
+    assert "4 scored attempts" in scores.text and sum(int(m.attrs["data-count"]) for m in scores.by_class("mark")) == 4
+    timeline = page.by_id("plot-agent-timeline")  # 12 attempts and 4 reviews, in 2 time slices per agent and kind
+    assert "16 events" in timeline.text and len(timeline.by_class("mark")) < 16
