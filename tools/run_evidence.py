@@ -1,8 +1,10 @@
 """run_evidence: everything the supervisor decides on, in one read (DESIGN §9).
 
-The supervisor is a separate process that never opens the ledger: it rebuilds its whole view from
-this tool at start and on every tick, so a killed and restarted supervisor decides from the same
-state as the one before it.
+The supervisor is a separate process that never opens the ledger: it builds its whole view from this
+tool at start, so a killed and restarted supervisor decides from the same state as the one before it.
+Each answer ends with a `cursor`; given back as `since`, the next answer holds only the attempts,
+heartbeat causes and notes that changed after it, so a tick costs what changed, not the run's history
+(at 100,000 attempts the whole window was 1,000+ attempts, hundreds of KB, every few seconds).
 """
 
 from __future__ import annotations
@@ -12,13 +14,22 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field
 
 from server.context import ToolContext
+from server.errors import Conflict, InvalidInput
 from server.ledger import utcnow
+from server.ledger.supervision import EvidenceCursor
 from server.toolkit import ToolResult, ToolSpec
 
 
 class EvidenceInput(BaseModel):
     limit: Annotated[
         int, Field(ge=1, le=5000, description="the newest attempts to return (every accepted one too), oldest first")
+    ] = 1000
+    since: Annotated[
+        str | None,
+        Field(max_length=64, description="a previous answer's cursor: return only what changed after it"),
+    ] = None
+    page: Annotated[
+        int, Field(ge=1, le=5000, description="with since: at most this many changed attempts (complete=false: more)")
     ] = 1000
 
 
@@ -54,6 +65,12 @@ class AttemptEvidence(BaseModel):
     holdout_gated: bool = Field(description="the review's holdout gate did not fail")
     failed_codes: list[str]
     created_at: str
+
+
+class LaneTries(BaseModel):
+    agent_id: str
+    lane_id: str | None
+    tries: int
 
 
 class Transition(BaseModel):
@@ -99,6 +116,12 @@ class EvidenceResult(ToolResult):
     focus_notes: list[FocusNote]
     roles: list[CurrentRole] = Field(description="each agent's current role (assign_role)")
     final_attempt_id: str | None
+    cursor: str = Field(description="pass as since to get only what changes after this answer")
+    changes_only: bool = Field(
+        description="attempts, causes_sent, plateau_heartbeats and focus_notes hold only what changed after since"
+    )
+    complete: bool = Field(description="false: more changed attempts wait; call again with cursor")
+    tries: list[LaneTries] = Field(description="scored attempts per agent and lane (the tries of the ranking)")
 
 
 def _iso(value: Any) -> str:
@@ -134,10 +157,30 @@ def _budget_s(ctx: ToolContext) -> float | None:
     return hours * 3600.0 if hours else ctx.settings.supervisor_budget_s
 
 
+def _cursor(since: str | None) -> EvidenceCursor | None:
+    if since is None:
+        return None
+    cursor = EvidenceCursor.parse(since)
+    if cursor is None:
+        raise InvalidInput(
+            f"since: got {since[:80]!r}; expected the cursor of an earlier answer (a<n>.h<n>.n<n>)", field="since"
+        )
+    return cursor
+
+
 def run_evidence(ctx: ToolContext, request: EvidenceInput) -> EvidenceResult:
     """The supervisor's whole view: stage, lanes, reviewed attempts with verified scores, fold spread,
-    holdout gate and budget class, heartbeats already sent, focus notes, thresholds, final choice."""
+    holdout gate and budget class, heartbeats already sent, focus notes, thresholds, final choice;
+    with `since`, the changes after an earlier answer."""
     sup, settings, primary = ctx.ledger.supervision, ctx.settings, ctx.contract.primary
+    since = _cursor(request.since)
+    changes = sup.evidence_changes(since, request.limit, request.page)
+    if since is not None and since.ahead_of(changes.cursor):
+        raise Conflict(
+            f"since: cursor {request.since} is ahead of this ledger's {changes.cursor} (another run's, or the "
+            "ledger was restored); call run_evidence without since",
+            field="since",
+        )
     final = sup.final_choice()
     return EvidenceResult(
         stage=sup.stage(),
@@ -150,18 +193,22 @@ def run_evidence(ctx: ToolContext, request: EvidenceInput) -> EvidenceResult:
         thresholds=Thresholds(**{name: getattr(settings, name) for name in Thresholds.model_fields}),
         agents=sup.agents(),
         lanes=[LaneState(**{k: r[k] for k in LaneState.model_fields}) for r in ctx.ledger.db.fetchall(_LANES)],
-        attempts=[_attempt(r) for r in sup.evidence(request.limit)],
-        causes_sent=[Cause(**{k: c[k] for k in Cause.model_fields}) for c in sup.heartbeat_causes()],
+        attempts=[_attempt(r) for r in changes.attempts],
+        causes_sent=[Cause(**{k: c[k] for k in Cause.model_fields}) for c in changes.causes],
         plateau_heartbeats=[
             Cause(agent_id=h["agent_id"], kind="plateau", cause_key=h["cause_key"] or f"#{h['heartbeat_id']}")
-            for h in sup.plateau_heartbeats()
+            for h in changes.plateaus
         ],
         focus_notes=[
             FocusNote(note_id=n["note_id"], agent_id=n["agent_id"], created_at=_iso(n["created_at"]))
-            for n in sup.focus_notes()
+            for n in changes.focus_notes
         ],
         roles=[CurrentRole(**{k: r[k] for k in CurrentRole.model_fields}) for r in ctx.ledger.db.fetchall(_ROLES)],
         final_attempt_id=final["attempt_id"] if final else None,
+        cursor=str(changes.cursor),
+        changes_only=since is not None,
+        complete=changes.complete,
+        tries=[LaneTries(**row) for row in changes.tries],
     )
 
 

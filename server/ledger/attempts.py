@@ -287,6 +287,8 @@ class Attempts:
                     field="attempt_id",
                 )
             cur.execute(
-                "UPDATE attempts SET status = 'withdrawn', updated_at = ? WHERE attempt_id = ?", [utcnow(), attempt_id]
+                "UPDATE attempts SET status = 'withdrawn', updated_at = ?, change_seq = nextval('attempt_changes') "
+                "WHERE attempt_id = ?",
+                [utcnow(), attempt_id],
             )
         return "withdrawn"

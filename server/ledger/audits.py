@@ -60,7 +60,8 @@ class Audits:
     @staticmethod
     def _revoke(cur: Any, attempt_id: str, now: datetime) -> bool:
         row = cur.execute(
-            "UPDATE attempts SET status = 'revoked', updated_at = ? WHERE attempt_id = ? AND status = 'accepted' "
+            "UPDATE attempts SET status = 'revoked', updated_at = ?, change_seq = nextval('attempt_changes') "
+            "WHERE attempt_id = ? AND status = 'accepted' "
             "RETURNING attempt_id",
             [now, attempt_id],
         ).fetchone()

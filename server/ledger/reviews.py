@@ -91,7 +91,9 @@ class Reviews:
                     [review_id, attempt_id, requested_by, now],
                 )
                 cur.execute(
-                    "UPDATE attempts SET status = 'in_review', updated_at = ? WHERE attempt_id = ?", [now, attempt_id]
+                    "UPDATE attempts SET status = 'in_review', updated_at = ?, change_seq = nextval('attempt_changes') "
+                    "WHERE attempt_id = ?",
+                    [now, attempt_id],
                 )
         return self.get(review_id), created
 
@@ -165,7 +167,8 @@ class Reviews:
                 [outcome.verdict, now, outcome.report_path, review_id],
             )
             cur.execute(
-                "UPDATE attempts SET status = ?, updated_at = ? WHERE attempt_id = ? AND status = 'in_review'",
+                "UPDATE attempts SET status = ?, updated_at = ?, change_seq = nextval('attempt_changes') "
+                "WHERE attempt_id = ? AND status = 'in_review'",
                 [outcome.verdict, now, attempt_id],
             )
 
@@ -206,7 +209,8 @@ class Reviews:
                 [now, error[:2000], review_id],
             )
             cur.execute(
-                "UPDATE attempts SET status = 'pending', updated_at = ? WHERE attempt_id = ? AND status = 'in_review'",
+                "UPDATE attempts SET status = 'pending', updated_at = ?, change_seq = nextval('attempt_changes') "
+                "WHERE attempt_id = ? AND status = 'in_review'",
                 [now, row[0]],
             )
 

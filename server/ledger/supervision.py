@@ -8,6 +8,8 @@ restarted (or two of them racing) can repeat a decision without duplicating or r
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import dataclass
 from typing import Any
 
 from server.errors import Conflict, NotFound
@@ -20,6 +22,66 @@ LANE_DECISIONS = ("covered", "plateaued", "promoted", "challenger", "waived", "r
 def _rows(cursor: Any) -> list[dict[str, Any]]:
     names = [d[0] for d in cursor.description or []]
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+@dataclass(frozen=True)
+class EvidenceCursor:
+    """Where a reader of the evidence stands: the last attempt change, heartbeat and note it has seen.
+    Written as `a<seq>.h<id>.n<id>` (opaque to the reader)."""
+
+    attempts: int
+    heartbeats: int
+    notes: int
+
+    def __str__(self) -> str:
+        return f"a{self.attempts}.h{self.heartbeats}.n{self.notes}"
+
+    def ahead_of(self, other: EvidenceCursor) -> bool:
+        """Whether this cursor has seen more than `other` in any part (it is another ledger's)."""
+        return self.attempts > other.attempts or self.heartbeats > other.heartbeats or self.notes > other.notes
+
+    @classmethod
+    def parse(cls, text: str) -> EvidenceCursor | None:
+        found = _CURSOR.fullmatch(text)
+        return cls(*(int(found.group(i)) for i in (1, 2, 3))) if found else None
+
+
+@dataclass
+class EvidenceChanges:
+    attempts: list[dict[str, Any]]
+    complete: bool
+    cursor: EvidenceCursor
+    causes: list[dict[str, Any]]
+    plateaus: list[dict[str, Any]]
+    focus_notes: list[dict[str, Any]]
+    tries: list[dict[str, Any]]
+
+
+_CURSOR = re.compile(r"a(\d{1,18})\.h(\d{1,18})\.n(\d{1,18})")
+_HEADS = (
+    "SELECT (SELECT coalesce(max(change_seq), 0) FROM attempts) AS attempts, "
+    "(SELECT coalesce(max(heartbeat_id), 0) FROM heartbeats) AS heartbeats, "
+    "(SELECT coalesce(max(note_id), 0) FROM notes) AS notes"
+)
+_EVIDENCE = "SELECT e.*, a.change_seq FROM v_evidence e JOIN attempts a USING (attempt_id) "
+_WINDOW = (
+    _EVIDENCE + "WHERE e.attempt_id IN ((SELECT attempt_id FROM attempts ORDER BY created_at DESC, attempt_id DESC "
+    "LIMIT ?) UNION SELECT attempt_id FROM attempts WHERE status = 'accepted') ORDER BY e.created_at, e.attempt_id"
+)
+_CHANGED = _EVIDENCE + "WHERE a.change_seq > ? ORDER BY a.change_seq LIMIT ?"
+_CAUSES = (
+    "SELECT agent_id, kind, cause_key, heartbeat_id FROM heartbeats WHERE cause_key IS NOT NULL "
+    "AND heartbeat_id > ? AND heartbeat_id <= ? ORDER BY heartbeat_id"
+)
+_PLATEAUS = (
+    "SELECT heartbeat_id, agent_id, cause_key, created_at FROM heartbeats WHERE kind = 'plateau' "
+    "AND heartbeat_id > ? AND heartbeat_id <= ? ORDER BY heartbeat_id"
+)
+_FOCUS = (
+    "SELECT note_id, agent_id, lane_id, created_at FROM notes WHERE kind = 'focus' AND note_id > ? AND note_id <= ? "
+    "ORDER BY note_id"
+)
+_TRIES = "SELECT agent_id, lane_id, count(*) AS tries FROM v_ranking GROUP BY agent_id, lane_id ORDER BY ALL"
 
 
 class Supervision:
@@ -146,6 +208,34 @@ class Supervision:
             "ORDER BY created_at, attempt_id",
             [limit],
         )
+
+    def evidence_changes(self, since: EvidenceCursor | None, limit: int, page: int) -> EvidenceChanges:
+        """What the supervisor's view needs, read in one snapshot. Without `since`: the window (the newest
+        `limit` attempts and every accepted one) and every heartbeat cause and focus note. With it: only
+        what changed after it, attempts in change order, at most `page` of them (`complete` False: ask
+        again from the new cursor). The cursor is where this answer ends, so no change falls between
+        two answers; the (agent, lane) try counts are always whole (they move when another try is scored)."""
+        with self.db.transaction() as cur:
+            head = _rows(cur.execute(_HEADS))[0]
+            if since is None:
+                attempts = _rows(cur.execute(_WINDOW, [limit]))
+                complete, attempts_to = True, int(head["attempts"])
+            else:
+                attempts = _rows(cur.execute(_CHANGED, [since.attempts, page + 1]))
+                complete = len(attempts) <= page
+                attempts = attempts[:page]
+                attempts_to = int(attempts[-1]["change_seq"]) if attempts and not complete else int(head["attempts"])
+            cursor = EvidenceCursor(attempts_to, int(head["heartbeats"]), int(head["notes"]))
+            after = since or EvidenceCursor(0, 0, 0)
+            return EvidenceChanges(
+                attempts=attempts,
+                complete=complete,
+                cursor=cursor,
+                causes=_rows(cur.execute(_CAUSES, [after.heartbeats, cursor.heartbeats])),
+                plateaus=_rows(cur.execute(_PLATEAUS, [after.heartbeats, cursor.heartbeats])),
+                focus_notes=_rows(cur.execute(_FOCUS, [after.notes, cursor.notes])),
+                tries=_rows(cur.execute(_TRIES)),
+            )
 
     def choose_final(self, row: dict[str, Any], by: str) -> tuple[int, bool]:
         """Record the final choice once: a repeat returns the first (choice_id, created)."""

@@ -73,8 +73,8 @@ def _own_summary(view: RunView, agent_id: str) -> str:
 def reflections(view: RunView) -> list[Heartbeat]:
     beats = []
     for a in view.evidence.attempts:
-        if a.verdict is None or a.review_id is None:
-            continue
+        if a.verdict is None or a.review_id is None or view.sent(a.agent_id, f"reflection:{a.review_id}"):
+            continue  # a prompt is built only for a verdict not yet reflected on (the window holds thousands)
         codes = f" with {', '.join(a.failed_codes)}" if a.failed_codes else ""
         prompt = (
             f"Your attempt {a.attempt_id} (lane {a.lane_id}, {a.budget_class}) was {a.verdict}{codes}; "
@@ -86,11 +86,15 @@ def reflections(view: RunView) -> list[Heartbeat]:
 
 
 def consolidations(view: RunView) -> list[Heartbeat]:
+    """At every `consolidate_every` counted attempts, to every agent: the latest mark only (a supervisor
+    that was down while several passed sends one, not a prompt per mark: that grew with the run)."""
     every = view.evidence.thresholds.consolidate_every
-    n = len(view.counted())
+    mark = len(view.counted()) // every * every
     beats = []
-    for mark in range(every, n + 1, every):
+    if mark:
         for agent_id in view.evidence.agents:
+            if view.sent(agent_id, f"consolidation:{mark}"):
+                continue
             prompt = (
                 f"The run has {mark} accepted real attempts. {_public(view)} {_own_summary(view, agent_id)} "
                 "Consolidate: read_notes, write down what worked and what did not (post_note), and save_skill "

@@ -1,7 +1,8 @@
-"""The supervisor's loop: every tick reads the whole evidence from the server, applies the decisions
+"""The supervisor's loop: every tick brings its copy of the evidence up to date (what changed since the
+last read, `state.EvidenceSync`), applies the decisions
 it calls for (lane states, promotion, stage changes, the final choice) and sends the heartbeats due.
 
-It keeps no state of its own between ticks, so a supervisor killed at any point and started again
+It keeps nothing but that copy, and nothing on disk, so a supervisor killed at any point and started again
 continues the run: each decision is idempotent on the server (a stage move names the stage it starts
 from, a lane decision to the status it already has is a no-op, heartbeats are keyed by their cause,
 the final choice is recorded once). Before promotion and finalization it re-audits the evidence, so
@@ -11,7 +12,7 @@ a revoked attempt is never promoted.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -19,9 +20,7 @@ import anyio
 
 from server.supervisor import heartbeats, stages
 from server.supervisor.promotion import promote
-from server.supervisor.state import RunView
-
-ToolCaller = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+from server.supervisor.state import EvidenceSync, RunView, ToolCaller
 
 
 class Workers(Protocol):
@@ -52,9 +51,10 @@ class Supervisor:
     def __init__(self, call: ToolCaller, workers: Workers | None = None) -> None:
         self.call = call
         self.workers = workers
+        self.evidence = EvidenceSync()  # this process's copy; a restarted supervisor reads the window again
 
     async def view(self) -> RunView:
-        return RunView.parse(await self.call("run_evidence", {}))
+        return await self.evidence.refresh(self.call)
 
     async def tick(self) -> TickReport:
         view = await self.view()

@@ -1,6 +1,6 @@
-"""The supervisor's view of a run, rebuilt from `run_evidence` on every tick (never kept across
-restarts), and the questions every policy asks of it: which attempts count, which lane is best,
-has a lane or an agent stopped improving.
+"""The supervisor's view of a run, kept current from `run_evidence` (`EvidenceSync`: the whole window
+at start, then only what changed; never kept across restarts), and the questions every policy asks of
+it: which attempts count, which lane is best, has a lane or an agent stopped improving.
 
 Only `real` attempts that the reviewer accepted, whose holdout gate passed and that carry a verified
 primary score count for coverage, plateau and promotion. "Best" is the one ranking of
@@ -9,11 +9,71 @@ primary score count for coverage, plateau and promotion. "Best" is the one ranki
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from server.ranking import bound, order_key
-from tools.run_evidence import AttemptEvidence, EvidenceResult
+from tools.run_evidence import AttemptEvidence, Cause, EvidenceResult, FocusNote
+
+ToolCaller = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+class EvidenceSync:
+    """The supervisor's copy of `run_evidence`: the first read is the whole window (the newest `limit`
+    attempts and every accepted one, every heartbeat cause), each later read asks only for what changed
+    since the last answer's cursor and merges it. Attempts that leave the window (neither accepted nor
+    among the newest `limit`) are dropped, as the server's window drops them, so the copy stays the
+    size of the window however long the run."""
+
+    def __init__(self, limit: int = 1000) -> None:
+        self.limit = limit
+        self.cursor: str | None = None
+        self.attempts: dict[str, AttemptEvidence] = {}
+        self.causes: list[Cause] = []
+        self.plateaus: list[Cause] = []
+        self.focus_notes: list[FocusNote] = []
+
+    async def refresh(self, call: ToolCaller) -> RunView:
+        while True:
+            arguments: dict[str, Any] = {"limit": self.limit}
+            if self.cursor is not None:
+                arguments["since"] = self.cursor
+            answer = EvidenceResult.model_validate(await call("run_evidence", arguments))
+            self._merge(answer)
+            if answer.complete:
+                return RunView(self._whole(answer))
+
+    def _merge(self, answer: EvidenceResult) -> None:
+        if not answer.changes_only:
+            self.attempts, self.causes, self.plateaus, self.focus_notes = {}, [], [], []
+        self.attempts.update((a.attempt_id, a) for a in answer.attempts)
+        self.causes += answer.causes_sent
+        self.plateaus += answer.plateau_heartbeats
+        self.focus_notes += answer.focus_notes
+        self.cursor = answer.cursor
+        if answer.attempts and len(self.attempts) > self.limit:
+            self._drop_outside_window()
+
+    def _drop_outside_window(self) -> None:
+        ordered = sorted(self.attempts.values(), key=lambda a: (a.created_at, a.attempt_id))
+        newest = {a.attempt_id for a in ordered[-self.limit :]}
+        self.attempts = {a.attempt_id: a for a in ordered if a.attempt_id in newest or a.status == "accepted"}
+
+    def _whole(self, answer: EvidenceResult) -> EvidenceResult:
+        """The answer with the copy's whole lists; each ranked attempt's tries as the server counts them now
+        (another try of the same agent on the same lane, scored later, widens an older one's bound)."""
+        tries = {(t.agent_id, t.lane_id): t.tries for t in answer.tries}
+        attempts = []
+        for a in sorted(self.attempts.values(), key=lambda a: (a.created_at, a.attempt_id)):
+            now = tries.get((a.agent_id, a.lane_id), 1) if a.score_se is not None else a.tries
+            attempts.append(a if now == a.tries else a.model_copy(update={"tries": now}))
+        self.attempts = {a.attempt_id: a for a in attempts}
+        return answer.model_copy(
+            update={"attempts": attempts, "causes_sent": list(self.causes), "plateau_heartbeats": list(self.plateaus),
+                    "focus_notes": list(self.focus_notes), "changes_only": False}
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -23,6 +83,10 @@ class RunView:
     @classmethod
     def parse(cls, raw: dict[str, object]) -> RunView:
         return cls(EvidenceResult.model_validate(raw))
+
+    @cached_property
+    def _sent(self) -> frozenset[tuple[str, str]]:
+        return frozenset((c.agent_id, c.cause_key) for c in self.evidence.causes_sent)
 
     @property
     def stage(self) -> str:
@@ -116,7 +180,7 @@ class RunView:
         return next((t.decided_at for t in self.evidence.transitions if t.to_stage == stage), None)
 
     def sent(self, agent_id: str, cause_key: str) -> bool:
-        return any(c.agent_id == agent_id and c.cause_key == cause_key for c in self.evidence.causes_sent)
+        return (agent_id, cause_key) in self._sent
 
     def role(self, agent_id: str) -> tuple[str, str, str | None] | None:
         """The agent's current (stage, role, lane) as recorded on the server."""
