@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import numpy as np
+
 from tools.profiling.casework import CaseResult
-from tools.profiling.voxels import thumbnails_match
+from tools.profiling.voxels import thumbnails_match, unit_thumbnail, unit_thumbnails_match
 
 # Besides correlated thumbnails, two near-duplicates' central slices agree in mean to within 5 % of
 # their spread and in spread to within 5 % (a flipped or re-windowed image is not a copy).
@@ -34,10 +36,15 @@ def _moments_close(first: CaseResult, second: CaseResult) -> bool:
     return same_mean and abs(a.var**0.5 - b.var**0.5) <= NEAR_DUPLICATE_TOLERANCE * spread
 
 
-def _looks_same(first: CaseResult, second: CaseResult) -> bool:
+def _looks_same(first: CaseResult, second: CaseResult, units: dict[str, np.ndarray | None]) -> bool:
     if first.thumbnail is None or second.thumbnail is None or first.content_hash == second.content_hash:
         return False
-    return _moments_close(first, second) and thumbnails_match(first.thumbnail, second.thumbnail)
+    if not _moments_close(first, second):
+        return False
+    first_unit, second_unit = units[first.case_id], units[second.case_id]
+    if first_unit is None or second_unit is None:  # a flat thumbnail (slice_thumbnail returns none such)
+        return thumbnails_match(first.thumbnail, second.thumbnail)
+    return unit_thumbnails_match(first.thumbnail, second.thumbnail, first_unit, second_unit)
 
 
 def _candidate_pairs(results: list[CaseResult]) -> list[tuple[CaseResult, CaseResult]]:
@@ -62,8 +69,11 @@ def near_duplicate_sets(results: list[CaseResult]) -> list[list[CaseResult]]:
             case_id = parent[case_id]
         return case_id
 
-    for first, second in _candidate_pairs(results):
-        if _looks_same(first, second):
+    pairs = _candidate_pairs(results)
+    # each case's thumbnail centred and scaled once, not once per pair it is in (up to 16 pairs)
+    units = {r.case_id: unit_thumbnail(r.thumbnail) for pair in pairs for r in pair if r.thumbnail is not None}
+    for first, second in pairs:
+        if _looks_same(first, second, units):
             parent[root(first.case_id)] = root(second.case_id)
     clusters: dict[str, list[CaseResult]] = defaultdict(list)
     for result in results:

@@ -9,6 +9,15 @@ import numpy as np
 # Component sizes kept per class and case; beyond this an evenly spaced subset of the sorted sizes
 # keeps the distribution (min, median, max) while bounding what a worker sends back.
 MAX_COMPONENT_SIZES = 5000
+# Integer types whose squares fit the second type, for exact moments from integer sums; below
+# EXACT_SUM_LIMIT values, no sum of squares (each under 2**32) overflows int64.
+SQUARE_TYPES: dict[np.dtype, type[np.integer]] = {
+    np.dtype(np.uint8): np.uint16,
+    np.dtype(np.int8): np.int16,
+    np.dtype(np.uint16): np.uint32,
+    np.dtype(np.int16): np.int32,
+}
+EXACT_SUM_LIMIT = 1 << 31
 
 
 @dataclass(frozen=True)
@@ -25,6 +34,9 @@ class Moments:
     def of(cls, values: np.ndarray) -> Moments | None:
         if values.size == 0:
             return None
+        square_type = SQUARE_TYPES.get(values.dtype)
+        if square_type is not None and values.size < EXACT_SUM_LIMIT:
+            return cls._of_small_integers(values, square_type)
         as_float = values.astype(np.float64, copy=False)
         mean = float(as_float.mean())
         return cls(
@@ -33,6 +45,23 @@ class Moments:
             var=float(np.mean(np.square(as_float - mean))),
             min=float(as_float.min()),
             max=float(as_float.max()),
+        )
+
+    @classmethod
+    def _of_small_integers(cls, values: np.ndarray, square_type: type[np.integer]) -> Moments:
+        """From the exact integer sums of the values and of their squares, no float64 copy of them
+        (an 8-bit RGB tile's channel: 60 us instead of 95). The mean is the one numpy gives (the
+        float64 sum of integers is exact, divided once); the variance is exact, then rounded once,
+        where numpy's differs from it in the last bits."""
+        n = int(values.size)
+        total = int(values.sum(dtype=np.int64))
+        squares = int(np.multiply(values, values, dtype=square_type).sum(dtype=np.int64))
+        return cls(
+            n=n,
+            mean=total / n,
+            var=(n * squares - total * total) / (n * n),
+            min=float(values.min()),
+            max=float(values.max()),
         )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,13 +36,22 @@ def geometry_difference(reference: ImageHeader, other: ImageHeader) -> str | Non
     """What differs between two images' grids (shape, spacing, affine), or None when they agree."""
     if tuple(reference.shape) != tuple(other.shape):
         return f"shape {list(reference.shape)} vs {list(other.shape)}"
-    if not np.allclose(reference.spacing, other.spacing, rtol=SPACING_RELATIVE_TOLERANCE, atol=0):
+    if not _all_close(reference.spacing, other.spacing, SPACING_RELATIVE_TOLERANCE):
         return f"spacing {list(reference.spacing)} vs {list(other.spacing)}"
-    if reference.affine is not None and other.affine is not None:
+    if reference.affine is not None and other.affine is not None and reference.affine != other.affine:
+        # (equal affines differ by 0, or by NaN where both hold an infinity: no difference either way)
         gap = float(np.max(np.abs(np.asarray(reference.affine) - np.asarray(other.affine))))
         if gap > AFFINE_TOLERANCE_MM:
             return f"affine differs by up to {gap:.4g} mm (orientation {reference.orientation} vs {other.orientation})"
     return None
+
+
+def _all_close(first: tuple[float, ...], second: tuple[float, ...], relative: float) -> bool:
+    """`np.allclose(first, second, rtol=relative, atol=0)` for equal-length tuples, in plain Python: a
+    few microseconds instead of 50 per call, twice per case (NaN is close to nothing, an infinity
+    only to itself)."""
+    pairs = zip(first, second, strict=True)
+    return all(a == b or (math.isfinite(b) and abs(a - b) <= relative * abs(b)) for a, b in pairs)
 
 
 def central_region(array: np.ndarray, middle: int | None) -> np.ndarray:
@@ -56,23 +66,53 @@ def slice_thumbnail(region: np.ndarray) -> np.ndarray | None:
     if region.ndim != 2 or min(region.shape) < THUMB_SIDE:
         return None
     pixels = region.astype(np.float64)
-    finite = np.isfinite(pixels)
-    row_edges = np.linspace(0, region.shape[0], THUMB_SIDE + 1).astype(int)[:-1]
-    column_edges = np.linspace(0, region.shape[1], THUMB_SIDE + 1).astype(int)[:-1]
+    row_edges = np.linspace(0, region.shape[0], THUMB_SIDE + 1).astype(int)
+    column_edges = np.linspace(0, region.shape[1], THUMB_SIDE + 1).astype(int)
 
     def block_sums(values: np.ndarray) -> np.ndarray:
-        return np.add.reduceat(np.add.reduceat(values, row_edges, axis=0), column_edges, axis=1)
+        return np.add.reduceat(np.add.reduceat(values, row_edges[:-1], axis=0), column_edges[:-1], axis=1)
 
+    finite = None if region.dtype.kind in "iub" else np.isfinite(pixels)
+    if finite is None or finite.all():
+        # every pixel counts: the block sizes are the counts (the same numbers the sums below give,
+        # without two more passes over the region)
+        counts = np.outer(np.diff(row_edges), np.diff(column_edges)).astype(np.float64)
+        return _thumbnail_or_none(block_sums(pixels) / np.maximum(counts, 1))
     # Means of the finite pixels only: a NaN read as 0 would make two scans that differ only in
     # where they hold NaN look unrelated, and an all-NaN block is 0.
     counts = block_sums(finite.astype(np.float64))
-    thumb = block_sums(np.where(finite, pixels, 0.0)) / np.maximum(counts, 1)
+    return _thumbnail_or_none(block_sums(np.where(finite, pixels, 0.0)) / np.maximum(counts, 1))
+
+
+def _thumbnail_or_none(thumb: np.ndarray) -> np.ndarray | None:
+    """The thumbnail as float32, or None when it is flat (no correlation can be taken)."""
     return thumb.astype(np.float32) if float(thumb.std()) > 0 else None
 
 
 def thumbnails_match(first: np.ndarray, second: np.ndarray) -> bool:
     """Whether two thumbnails correlate at NEAR_DUPLICATE_CORRELATION or above."""
     return float(np.corrcoef(first.ravel(), second.ravel())[0, 1]) >= NEAR_DUPLICATE_CORRELATION
+
+
+def unit_thumbnail(thumbnail: np.ndarray) -> np.ndarray | None:
+    """The thumbnail centred and scaled to unit length (float64): the dot product of two is their
+    correlation. None when it is flat (no correlation is defined)."""
+    centred = thumbnail.astype(np.float64).ravel()
+    centred -= centred.mean()
+    norm = float(np.sqrt(centred @ centred))
+    return centred / norm if norm > 0 else None
+
+
+def unit_thumbnails_match(
+    first: np.ndarray, second: np.ndarray, first_unit: np.ndarray, second_unit: np.ndarray
+) -> bool:
+    """`thumbnails_match` from the thumbnails' unit vectors: one dot product instead of np.corrcoef
+    (about 100 us a pair, 3,000 pairs for 400 similar cases). The two round differently in the last
+    bits, so a correlation within 1e-9 of the threshold is decided by np.corrcoef itself."""
+    correlation = float(first_unit @ second_unit)
+    if abs(correlation - NEAR_DUPLICATE_CORRELATION) < 1e-9:
+        return thumbnails_match(first, second)
+    return correlation >= NEAR_DUPLICATE_CORRELATION
 
 
 def pair_summary(source: np.ndarray, target: np.ndarray) -> PairSummary:
