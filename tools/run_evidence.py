@@ -62,6 +62,7 @@ class AttemptEvidence(BaseModel):
     n_folds: int | None
     score_se: float | None = Field(default=None, description="standard error of verified_score (per-case spread)")
     tries: int = Field(default=1, description="attempts its agent had scored on its lane (ranking widens for them)")
+    ranked: bool = Field(default=False, description="its last review scored it on the primary metric (a try)")
     holdout_gated: bool = Field(description="the review's holdout gate did not fail")
     failed_codes: list[str]
     created_at: str
@@ -121,14 +122,18 @@ class EvidenceResult(ToolResult):
         description="attempts, causes_sent, plateau_heartbeats and focus_notes hold only what changed after since"
     )
     complete: bool = Field(description="false: more changed attempts wait; call again with cursor")
-    tries: list[LaneTries] = Field(description="scored attempts per agent and lane (the tries of the ranking)")
+    tries: list[LaneTries] = Field(
+        description="scored attempts per agent and lane (the ranking's tries): every pair, when the answer holds a "
+        "scored attempt; empty otherwise"
+    )
 
 
 def _iso(value: Any) -> str:
     return value.isoformat() if hasattr(value, "isoformat") else str(value)
 
 
-def _attempt(row: dict[str, Any]) -> AttemptEvidence:
+def _attempt(row: dict[str, Any], tries: dict[tuple[str, str | None], int]) -> AttemptEvidence:
+    ranked = row["tries"] is None  # the ledger leaves a ranked attempt's tries to its (agent, lane) count
     return AttemptEvidence(
         **{k: row[k] for k in ("attempt_id", "agent_id", "lane_id", "budget_class", "status", "review_id")},
         verdict=row["verdict"],
@@ -136,7 +141,8 @@ def _attempt(row: dict[str, Any]) -> AttemptEvidence:
         fold_spread=row["fold_spread"],
         n_folds=row["n_folds"],
         score_se=row["score_se"],
-        tries=row["tries"] or 1,
+        tries=tries.get((row["agent_id"], row["lane_id"]), 1) if ranked else 1,
+        ranked=ranked,
         holdout_gated=bool(row["holdout_gated"]),
         failed_codes=(row["failed_codes"] or "").split(",") if row["failed_codes"] else [],
         created_at=_iso(row["created_at"]),
@@ -182,6 +188,7 @@ def run_evidence(ctx: ToolContext, request: EvidenceInput) -> EvidenceResult:
             field="since",
         )
     final = sup.final_choice()
+    tries = {(row["agent_id"], row["lane_id"]): int(row["tries"]) for row in changes.tries}
     return EvidenceResult(
         stage=sup.stage(),
         transitions=[Transition(**{**t, "decided_at": _iso(t["decided_at"])}) for t in _transitions(sup)],
@@ -193,7 +200,7 @@ def run_evidence(ctx: ToolContext, request: EvidenceInput) -> EvidenceResult:
         thresholds=Thresholds(**{name: getattr(settings, name) for name in Thresholds.model_fields}),
         agents=sup.agents(),
         lanes=[LaneState(**{k: r[k] for k in LaneState.model_fields}) for r in ctx.ledger.db.fetchall(_LANES)],
-        attempts=[_attempt(r) for r in changes.attempts],
+        attempts=[_attempt(r, tries) for r in changes.attempts],
         causes_sent=[Cause(**{k: c[k] for k in Cause.model_fields}) for c in changes.causes],
         plateau_heartbeats=[
             Cause(agent_id=h["agent_id"], kind="plateau", cause_key=h["cause_key"] or f"#{h['heartbeat_id']}")

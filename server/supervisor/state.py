@@ -34,6 +34,7 @@ class EvidenceSync:
         self.causes: list[Cause] = []
         self.plateaus: list[Cause] = []
         self.focus_notes: list[FocusNote] = []
+        self.tries: dict[tuple[str, str | None], int] = {}
 
     async def refresh(self, call: ToolCaller) -> RunView:
         while True:
@@ -47,7 +48,8 @@ class EvidenceSync:
 
     def _merge(self, answer: EvidenceResult) -> None:
         if not answer.changes_only:
-            self.attempts, self.causes, self.plateaus, self.focus_notes = {}, [], [], []
+            self.attempts, self.causes, self.plateaus, self.focus_notes, self.tries = {}, [], [], [], {}
+        self.tries.update(((t.agent_id, t.lane_id), t.tries) for t in answer.tries)
         self.attempts.update((a.attempt_id, a) for a in answer.attempts)
         self.causes += answer.causes_sent
         self.plateaus += answer.plateau_heartbeats
@@ -64,10 +66,9 @@ class EvidenceSync:
     def _whole(self, answer: EvidenceResult) -> EvidenceResult:
         """The answer with the copy's whole lists; each ranked attempt's tries as the server counts them now
         (another try of the same agent on the same lane, scored later, widens an older one's bound)."""
-        tries = {(t.agent_id, t.lane_id): t.tries for t in answer.tries}
         attempts = []
         for a in sorted(self.attempts.values(), key=lambda a: (a.created_at, a.attempt_id)):
-            now = tries.get((a.agent_id, a.lane_id), 1) if a.score_se is not None else a.tries
+            now = self.tries.get((a.agent_id, a.lane_id), a.tries) if a.ranked else a.tries
             attempts.append(a if now == a.tries else a.model_copy(update={"tries": now}))
         self.attempts = {a.attempt_id: a for a in attempts}
         return answer.model_copy(

@@ -27,7 +27,9 @@ def test_ledger_growth_runs_and_writes_sane_results(tmp_path: Path, monkeypatch:
         for phase in ("warm", "after_write"):
             assert set(size[phase]) == set(ledger_growth.TOOLS)
             assert all(s["calls"] > 0 and s["p99_ms"] >= s["p50_ms"] > 0 for s in size[phase].values())
+        changes, window = size["after_write"]["run_evidence"], size["after_write"]["run_evidence_window"]
+        assert 0 < changes["answer_bytes"] < window["answer_bytes"]  # a tick gets what changed, not the window
         assert len(size["supervisor_ticks"]) == 2 and size["report_s"] > 0 and size["export_s"] > 0
         assert size["report_bytes"] > 0
     assert payload["bare_sdk_ping"]["calls"] == 4
-    assert set(payload["bounds"]) == {"tool_p99_ms", "report_s"}
+    assert set(payload["bounds"]) == {"tool_p99_ms", "window_p99_ms", "report_s"}

@@ -163,7 +163,8 @@ def test_run_evidence_shows_the_newest_attempts_and_every_accepted_one(tmp_path:
         ids = [attempt_id for attempt_id, _ in ledger.attempts.create_many(news)]
         with ledger.db.transaction() as cur:
             cur.execute("UPDATE attempts SET status = 'accepted' WHERE attempt_id = ?", [ids[0]])
-        shown = [row["attempt_id"] for row in ledger.supervision.evidence(limit=2)]
+        window = ledger.supervision.evidence_changes(None, limit=2, page=2).attempts
+        shown = [row["attempt_id"] for row in window]
         assert shown == [ids[0], ids[4], ids[5]]  # the oldest accepted, the two newest; oldest first
     finally:
         ledger.close()

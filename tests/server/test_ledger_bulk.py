@@ -142,3 +142,43 @@ def test_the_kept_leaderboard_follows_every_verdict(tmp_path: Path) -> None:
         assert ledger.reviews.leaderboard(True, None, 5) == []
     finally:
         ledger.close()
+
+
+def test_the_kept_leaderboard_outlives_writes_that_do_not_move_it_and_follows_those_that_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from server.ledger import reviews
+    from server.ledger.audits import AuditCheckRow
+    from server.ledger.database import utcnow
+    from server.ledger.reviews import MetricRow, ReviewOutcome
+
+    ranked: list[int] = []
+    real_rank = reviews.rank_rows
+    monkeypatch.setattr(reviews, "rank_rows", lambda rows, hib: ranked.append(1) or real_rank(rows, hib))
+    ledger = Ledger(tmp_path / "a.duckdb")
+    try:
+        ledger.activity.set_state("primary_metric", "dice")
+
+        def review(attempt_id: str, score: float) -> None:
+            request, _ = ledger.reviews.request(attempt_id, "alice")
+            ledger.reviews.start(request["review_id"])
+            metric = MetricRow("fold", 0, "dice", score, n_cases=4, case_se=0.01)
+            ledger.reviews.finish(request["review_id"], ReviewOutcome("accepted", [], [metric]))
+
+        def board() -> list[str]:
+            return [r["attempt_id"] for r in ledger.reviews.leaderboard(True, None, 5)]
+
+        first, second = (ledger.attempts.create(_new(i))[0] for i in range(2))
+        review(first, 0.6)
+        assert board() == [first] and len(ranked) == 1
+        waiting = ledger.attempts.create(_new(2))[0]  # a submission with declared scores, then withdrawn
+        ledger.attempts.withdraw(waiting, None)
+        assert board() == [first] and len(ranked) == 1  # not re-ranked: nothing it ranks moved
+        review(second, 0.9)
+        assert board() == [second, first] and len(ranked) == 2
+        ledger.reviews.request(second, "alice", again=True)  # a re-review takes it off until its verdict
+        assert board() == [first]
+        ledger.audits.record("alice", utcnow(), 1, [AuditCheckRow(first, "ARTIFACT_CHANGED", False, "changed", {})])
+        assert board() == []
+    finally:
+        ledger.close()

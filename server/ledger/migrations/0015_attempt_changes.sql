@@ -7,3 +7,4 @@
 
 CREATE SEQUENCE attempt_changes START 1;
 ALTER TABLE attempts ADD COLUMN change_seq BIGINT DEFAULT nextval('attempt_changes');
+

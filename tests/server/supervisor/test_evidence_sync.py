@@ -86,3 +86,25 @@ async def test_changes_come_in_pages_and_a_foreign_cursor_is_refused(tuned: Make
     assert nothing["attempts"] == [] and nothing["cursor"] == rest["cursor"]
     assert "since" in ahead and "without since" in ahead
     assert "since" in garbled and "cursor" in garbled
+
+
+def test_evidence_rows_equal_v_evidence(tuned: Make) -> None:
+    # The supervisor's rows are computed for the asked attempts only; v_evidence (what humans query) for all.
+    services = tuned()
+    ledger, ws = services.ledger, services.workspace
+    add_lanes(ledger, {"unet": "primary", "fm": "primary"})
+    reviewed(ledger, ws, "ana", "unet", [0.7, 0.72], case_se=0.01)
+    reviewed(ledger, ws, "ana", "unet", [0.75])
+    reviewed(ledger, ws, "ben", "fm", [0.6], verdict="rejected", codes=("PRED_NOT_REPRODUCED", "HOLDOUT_GAP"))
+    reviewed(ledger, ws, "ben", "fm", [0.61, 0.63, 0.6], case_se=0.03)
+    reviewed(ledger, ws, "ben", "unet", [0.4], budget_class="smoke")
+    pending(ledger, ws, "ana", "fm")
+    changes = ledger.supervision.evidence_changes(None, limit=100, page=100)
+    tries = {(t["agent_id"], t["lane_id"]): t["tries"] for t in changes.tries}
+    ours = {row["attempt_id"]: row for row in changes.attempts}
+    theirs = {row["attempt_id"]: row for row in ledger.db.fetchall("SELECT * FROM v_evidence")}
+    assert set(ours) == set(theirs) and len(ours) == 6
+    for attempt_id, row in theirs.items():
+        mine = ours[attempt_id]
+        resolved = tries[(mine["agent_id"], mine["lane_id"])] if mine["tries"] is None else mine["tries"]
+        assert {**mine, "tries": resolved, "change_seq": None} == {**row, "change_seq": None}, attempt_id
