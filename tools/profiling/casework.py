@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from server.errors import DataUnreadable
-from tools.profiling import nifti_memory
-from tools.profiling.labelstats import LabelSummary, Moments, seeded_sample, summarize_labels
+from tools.profiling import nifti_memory, readers_2d
+from tools.profiling.labelstats import LabelSummary, Moments, as_sample, seeded_sample, summarize_labels
 from tools.profiling.readers import ImageHeader, ZRange, read_array, read_header
 from tools.profiling.voxels import (
     PairSummary,
@@ -114,7 +114,7 @@ def analyze_case(job: CaseJob) -> CaseResult:
     start = time.perf_counter()
     result = CaseResult(index=job.index, case_id=job.case.case_id, split=job.case.split)
     try:
-        with nifti_memory.case_files():  # each NIfTI file of the case is read from disk once
+        with nifti_memory.case_files(), readers_2d.case_images():  # each file of the case is read once
             _analyze(job, result)
     except Exception as error:  # one bad case must not stop a profile of thousands
         result.add_issue("case_failed", "error", None, f"{type(error).__name__}: {error}")
@@ -184,7 +184,7 @@ def _header(path: str, result: CaseResult, role: str) -> ImageHeader | None:
 
 
 def _file_digest(path: str) -> str:
-    known = nifti_memory.file_sha256(path)  # the bytes read for the header
+    known = nifti_memory.file_sha256(path) or readers_2d.file_sha256(path)  # the bytes read for the header
     if known is not None:
         return hashlib.sha256(bytes.fromhex(known)).hexdigest()
     target = Path(path)
@@ -340,7 +340,7 @@ def _draw(values: list[np.ndarray], k: int, rng: np.random.Generator) -> list[np
     if values[0].size == 0:
         return [np.empty(0, dtype=np.float32) for _ in values]
     picks = rng.integers(0, values[0].size, size=k)
-    return [v[picks].astype(np.float32, copy=False) for v in values]
+    return [as_sample(v[picks]) for v in values]
 
 
 def _pair(

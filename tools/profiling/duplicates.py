@@ -71,7 +71,7 @@ def near_duplicate_sets(results: list[CaseResult]) -> list[list[CaseResult]]:
 
     pairs = _candidate_pairs(results)
     # each case's thumbnail centred and scaled once, not once per pair it is in (up to 16 pairs)
-    units = {r.case_id: unit_thumbnail(r.thumbnail) for pair in pairs for r in pair if r.thumbnail is not None}
+    units = {r.case_id: unit_thumbnail(r.thumbnail) for r in results if r.thumbnail is not None}
     for first, second in pairs:
         if _looks_same(first, second, units):
             parent[root(first.case_id)] = root(second.case_id)

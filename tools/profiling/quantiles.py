@@ -7,11 +7,15 @@ every worker is done. Here the order statistics come from a histogram of the val
 that hold them, in chunks of a million values; numpy's own interpolation formula then gives the
 same float64 results bit for bit (a test compares them). Small samples, other dtypes, and samples
 holding NaN or infinity go to `np.percentile` itself.
+
+Samples of 8- and 16-bit integers (what CT, MRI and RGB voxels are; workers keep them so, a half to a
+quarter of float32's bytes to send back) count as their float32 values: their order statistics come
+exactly from one histogram of the values themselves, then the same float32 interpolation.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -23,12 +27,20 @@ BUCKETS = 1 << 16
 CHUNK = 1 << 20
 # Buckets of the top 16 bits of the ordered keys that hold -inf, +inf or NaN.
 NON_FINITE = (slice(0, 0x80), slice(0xFF80, BUCKETS))
+# Integer samples kept in their own type, and the histogram keys of all their values.
+SMALL_INTEGERS = {np.dtype(t) for t in (np.uint8, np.int8, np.uint16, np.int16)}
+INTEGER_OFFSET = 1 << 15
+INTEGER_KEYS = (1 << 16) + INTEGER_OFFSET
 
 
 def percentiles(parts: Sequence[np.ndarray], q: Sequence[float]) -> list[float]:
-    """`np.percentile(np.concatenate(parts), q)` for 1-D arrays, as Python floats (the parts are
-    never joined: each is a chunk, or is cut into chunks)."""
+    """`np.percentile(np.concatenate(parts).astype(np.float32), q)` for 1-D float32 or 8/16-bit integer
+    arrays, as Python floats (np.percentile itself for other dtypes)."""
     n = sum(part.size for part in parts)
+    if all(part.dtype in SMALL_INTEGERS and part.ndim == 1 for part in parts) and n >= MIN_SIZE:
+        return _interpolated(n, q, lambda ranks: _integer_order_statistics(parts, ranks))
+    if any(part.dtype in SMALL_INTEGERS for part in parts):
+        parts = [part.astype(np.float32) for part in parts]  # their values exactly
     usual = all(part.dtype == np.float32 and part.ndim == 1 for part in parts)
     if not usual or n < MIN_SIZE:
         return _numpy(parts, q)
@@ -37,13 +49,18 @@ def percentiles(parts: Sequence[np.ndarray], q: Sequence[float]) -> list[float]:
         counts += np.bincount(_buckets(chunk), minlength=BUCKETS)
     if any(counts[part].any() for part in NON_FINITE):
         return _numpy(parts, q)
+    return _interpolated(n, q, lambda ranks: _order_statistics(parts, counts, ranks))
+
+
+def _interpolated(n: int, q: Sequence[float], order_statistics: Callable[[np.ndarray], list[float]]) -> list[float]:
+    """numpy's linear method (Hyndman and Fan's 7th) in float32, from the values at the ranks needed."""
     quantiles = np.true_divide(np.asarray(q, dtype=np.float64), 100)
-    virtual = (n - 1) * quantiles  # numpy's linear method (Hyndman and Fan's 7th)
+    virtual = (n - 1) * quantiles
     below = np.floor(virtual).astype(np.intp)
     above = below + 1
     below, above = np.clip(below, 0, n - 1), np.clip(above, 0, n - 1)
     ranks = np.asarray(sorted(set(below.tolist()) | set(above.tolist())), dtype=np.intp)
-    found = dict(zip(ranks.tolist(), _order_statistics(parts, counts, ranks), strict=True))
+    found = dict(zip(ranks.tolist(), order_statistics(ranks), strict=True))
     low = np.asarray([found[r] for r in below.tolist()], dtype=np.float32)
     high = np.asarray([found[r] for r in above.tolist()], dtype=np.float32)
     gamma = virtual - below
@@ -58,7 +75,32 @@ def _numpy(parts: Sequence[np.ndarray], q: Sequence[float]) -> list[float]:
 
 
 def _chunks(parts: Sequence[np.ndarray]) -> list[np.ndarray]:
-    return [part[start : start + CHUNK] for part in parts for start in range(0, part.size, CHUNK)]
+    """The parts in chunks of about CHUNK values: large parts cut, runs of small ones joined (a
+    histogram per case's few thousand values would cost all its buckets each time)."""
+    chunks: list[np.ndarray] = []
+    run: list[np.ndarray] = []
+    held = 0
+    for part in parts:
+        for start in range(0, part.size, CHUNK):
+            piece = part[start : start + CHUNK]
+            if held + piece.size > CHUNK and run:
+                chunks.append(np.concatenate(run) if len(run) > 1 else run[0])
+                run, held = [], 0
+            run.append(piece)
+            held += piece.size
+    if run:
+        chunks.append(np.concatenate(run) if len(run) > 1 else run[0])
+    return chunks
+
+
+def _integer_order_statistics(parts: Sequence[np.ndarray], ranks: np.ndarray) -> list[float]:
+    """The values at the given ranks of the sorted 8/16-bit integer sample, from its histogram."""
+    counts = np.zeros(INTEGER_KEYS, dtype=np.int64)
+    for chunk in _chunks(parts):
+        keys = np.add(chunk, INTEGER_OFFSET, dtype=np.int32)  # int16's lowest value is key 0
+        counts += np.bincount(keys, minlength=INTEGER_KEYS)
+    keys_at = np.searchsorted(np.cumsum(counts), ranks, side="right")
+    return [float(key - INTEGER_OFFSET) for key in keys_at.tolist()]
 
 
 def _buckets(values: np.ndarray) -> np.ndarray:

@@ -7,8 +7,12 @@ through `readers.read_header` and `readers.read_array`, which translate failures
 
 from __future__ import annotations
 
+import hashlib
+import io
 import os
-from dataclasses import replace
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -29,12 +33,80 @@ class ImageTooLarge(DataUnreadable):
     """The image exceeds MAX_DECODED_PIXELS and offers no smaller pyramid level."""
 
 
+@dataclass
+class _OpenedImage:
+    """A natural image within a case: its file's bytes and Pillow's image over them, not yet decoded."""
+
+    signature: tuple[int, int]
+    raw: bytes
+    image: Any
+    digest: str | None = None
+
+
+# Within a profile worker's case (`case_images`), a natural image's file is read from disk once: its
+# bytes give the header, the content hash and the pixels, and the image Pillow opened for the header
+# decodes the pixels (opening it again would parse its chunks again: about a tenth of a millisecond
+# per file, and the hash another read of the file).
+_case_images: dict[str, _OpenedImage] = {}
+_active = False
+
+
+@contextmanager
+def case_images() -> Iterator[None]:
+    """Within: natural images stay open between a case's steps; on leaving, all are closed."""
+    global _active
+    _active = True
+    try:
+        yield
+    finally:
+        _active = False
+        for opened in _case_images.values():
+            opened.image.close()
+        _case_images.clear()
+
+
+def _signature(path: str) -> tuple[int, int]:
+    stat = os.stat(path)
+    return stat.st_size, stat.st_mtime_ns
+
+
+def _opened(path: str) -> _OpenedImage:
+    """The case's open image of `path`, read and opened on first use (or when the file changed)."""
+    from PIL import Image
+
+    signature = _signature(path)
+    found = _case_images.get(path)
+    if found is None or found.signature != signature:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+        found = _OpenedImage(signature, raw, Image.open(io.BytesIO(raw)))  # lazy: the header only
+        _case_images[path] = found
+    return found
+
+
+def file_sha256(path: str) -> str | None:
+    """sha256 of the file's bytes when it is open in this case (read once for both); None otherwise."""
+    found = _case_images.get(path)
+    if found is None or found.signature != _signature(path):
+        return None
+    if found.digest is None:
+        found.digest = hashlib.sha256(found.raw).hexdigest()
+    return found.digest
+
+
 def natural_header(path: str, kind: str) -> ImageHeader:
     from PIL import Image
 
+    if _active:
+        opened = _opened(path)
+        return _natural_header(path, kind, opened.image, opened.signature[0])
     with Image.open(path) as image:  # lazy: only the header is parsed
-        width, height = image.size
-        mode = image.mode
+        return _natural_header(path, kind, image, os.path.getsize(path))
+
+
+def _natural_header(path: str, kind: str, image: Any, size_bytes: int) -> ImageHeader:
+    width, height = image.size
+    mode = image.mode
     return ImageHeader(
         path=path,
         file_type=kind,
@@ -44,7 +116,7 @@ def natural_header(path: str, kind: str) -> ImageHeader:
         spacing=(1.0, 1.0),
         spacing_unit="pixel",
         is_rgb=mode in ("RGB", "RGBA", "YCbCr"),
-        size_bytes=os.path.getsize(path),
+        size_bytes=size_bytes,
         meta={"mode": mode},
     )
 
@@ -52,8 +124,17 @@ def natural_header(path: str, kind: str) -> ImageHeader:
 def natural_array(path: str) -> np.ndarray:
     from PIL import Image
 
+    found = _case_images.get(path) if _active else None
+    if found is not None and found.signature == _signature(path):
+        del _case_images[path]  # decoded once: the pixels are the caller's now, the hash was taken
+        with found.image as image:
+            return _pixels(image)
     with Image.open(path) as image:
-        return np.asarray(image.convert("RGB") if image.mode == "YCbCr" else image)
+        return _pixels(image)
+
+
+def _pixels(image: Any) -> np.ndarray:
+    return np.asarray(image.convert("RGB") if image.mode == "YCbCr" else image)
 
 
 def _tiff_spacing(page: Any, n_spatial: int) -> tuple[tuple[float, ...], str]:
