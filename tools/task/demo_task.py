@@ -5,6 +5,7 @@ through the same importer a real benchmark task would. The volumes are synthetic
 contrast CT: an LPS-oriented NIfTI with anisotropic voxels (0.8 × 0.8 × 4 mm), air around a soft
 tissue body, an enhancing organ (label 1) and one to three hypodense lesions (label 2). Each
 patient has two scans (follow-up), so grouping by patient matters; two scanners differ in noise.
+`scale` writes the same patients on a finer grid (the large-volume task of the review benchmarks).
 """
 
 from __future__ import annotations
@@ -25,22 +26,48 @@ SCANS_PER_PATIENT = 2
 TASK_ID = "demo-liver-lesion-ct"
 
 
-def make_demo_task(target: Path, seed: int = 7) -> Path:
-    """Write the challenge folder into `target` (must be absent or empty) and return it."""
+def make_demo_task(target: Path, seed: int = 7, scale: int = 1) -> Path:
+    """Write the challenge folder into `target` (must be absent or empty) and return it.
+
+    `scale` k writes the same patients (anatomy in millimetres, contrast, scanner noise level) on a
+    grid k times finer along every axis: shape (64k, 64k, 20k), spacing divided by k, k³ times the
+    voxels (the large-volume task of the review benchmarks). scale=1 is the demo, byte for byte."""
     if target.exists() and any(target.iterdir()):
         raise InvalidInput(f"DIR: {target} exists and is not empty; choose a new folder", field="DIR")
+    if scale < 1:
+        raise InvalidInput(f"scale: {scale} must be a positive integer", field="scale")
     rng = np.random.default_rng(seed)
+    grid = Grid(SHAPE, SPACING, scale, np.random.default_rng([seed, scale]))
     for sub in ("public/train/images", "public/train/labels", "public/test/images", "private/labels"):
         (target / sub).mkdir(parents=True, exist_ok=True)
-    patients = _write_cases(target, rng)
+    patients = _write_cases(target, rng, grid)
     _write_tables(target, patients)
     _write_challenge_files(target)
     return target
 
 
+class Grid:
+    """The voxel grid of one scale, as world coordinates in mm (voxel index × spacing, as the affine)
+    per axis, broadcastable to the volume: the full (x, y, z, 3) grid is 120 MB at scale 4."""
+
+    def __init__(self, shape: tuple[int, ...], spacing: tuple[float, ...], scale: int, noise: np.random.Generator):
+        self.scale, self.noise = scale, noise
+        self.shape = tuple(n * scale for n in shape)
+        self.spacing = tuple(s / scale for s in spacing)
+        self.axes_mm = [
+            (np.arange(n, dtype=float) * s).reshape([-1 if axis == i else 1 for i in range(3)])
+            for axis, (n, s) in enumerate(zip(self.shape, self.spacing, strict=True))
+        ]
+
+    def inside(self, center_mm: np.ndarray, radii_mm: np.ndarray) -> np.ndarray:
+        """The ellipsoid (or, with two centre coordinates, the elliptic cylinder along z) as a mask."""
+        terms = [((axis - c) / r) ** 2 for axis, c, r in zip(self.axes_mm, center_mm, radii_mm, strict=False)]
+        return np.broadcast_to(sum(terms[1:], terms[0]) <= 1, self.shape)
+
+
 def _patient_anatomy(rng: np.random.Generator) -> dict[str, np.ndarray]:
     return {
-        "organ_center": np.array([32.0, 30.0, 10.0]) + rng.normal(0, 2.0, 3),
+        "organ_center": np.array([32.0, 30.0, 10.0]) + rng.normal(0, 2.0, 3),  # voxels of the scale-1 grid
         "organ_radii_mm": np.array([16.0, 13.0, 30.0]) * rng.uniform(0.85, 1.15, 3),
         "lesions": rng.uniform(-0.5, 0.5, (int(rng.integers(1, 4)), 3)),
         "lesion_radii_mm": rng.uniform(3.0, 6.0, 3),
@@ -50,39 +77,48 @@ def _patient_anatomy(rng: np.random.Generator) -> dict[str, np.ndarray]:
     }
 
 
-def _volume(anatomy: dict[str, np.ndarray], scan: int, noise_hu: float, rng: np.random.Generator):
-    grid = np.stack(np.meshgrid(*[np.arange(n) for n in SHAPE], indexing="ij"), axis=-1).astype(float)
-    mm = grid * np.array(SPACING)
+def _volume(
+    anatomy: dict[str, np.ndarray], scan: int, noise_hu: float, rng: np.random.Generator, grid: Grid
+) -> tuple[np.ndarray, np.ndarray]:
+    # Positions are converted to mm with the scale-1 spacing: the anatomy is drawn in its voxels.
     center_mm = (anatomy["organ_center"] + rng.normal(0, 0.7, 3)) * np.array(SPACING)
-    body = ((mm[..., :2] - anatomy["body_center_mm"]) ** 2 / anatomy["body_radii_mm"] ** 2).sum(-1) <= 1
-    fat = ((mm[..., :2] - anatomy["body_center_mm"]) ** 2 / (anatomy["body_radii_mm"] - 2.5) ** 2).sum(-1) > 1
-    organ = (((mm - center_mm) / anatomy["organ_radii_mm"]) ** 2).sum(-1) <= 1
+    body = grid.inside(anatomy["body_center_mm"], anatomy["body_radii_mm"])
+    fat = ~grid.inside(anatomy["body_center_mm"], anatomy["body_radii_mm"] - 2.5)
+    organ = grid.inside(center_mm, anatomy["organ_radii_mm"])
     label = organ.astype(np.uint8)
     growth = 1.0 + 0.25 * scan
     for offset, radius in zip(anatomy["lesions"], anatomy["lesion_radii_mm"], strict=False):
         lesion_center = center_mm + offset * anatomy["organ_radii_mm"]
-        lesion = (((mm - lesion_center) / (radius * growth)) ** 2).sum(-1) <= 1
+        lesion = grid.inside(lesion_center, np.full(3, radius * growth))
         label[lesion & organ] = 2
     enhancement = rng.uniform(95.0, 135.0)  # contrast timing differs between scans
-    image = np.full(SHAPE, -1000.0)
+    image = np.full(grid.shape, -1000.0)
     image[body] = 40.0
     image[body & fat] = anatomy["fat_hu"][0]
     image[label == 1] = enhancement
     image[label == 2] = enhancement - rng.uniform(45.0, 65.0)
-    image += rng.normal(0, noise_hu, SHAPE)
+    image += _noise(noise_hu, rng, grid)
     return image.astype(np.int16), label
 
 
-def _save(array: np.ndarray, path: Path) -> None:
+def _noise(noise_hu: float, rng: np.random.Generator, grid: Grid) -> np.ndarray:
+    """Scanner noise per voxel. The scale-1 draw is always taken from the patients' generator, so that
+    every later patient and scan draws the same anatomy and contrast whatever the scale; a finer
+    grid's own noise comes from the grid's generator."""
+    coarse = rng.normal(0, noise_hu, SHAPE)
+    return coarse if grid.scale == 1 else grid.noise.normal(0, noise_hu, grid.shape)
+
+
+def _save(array: np.ndarray, path: Path, spacing: tuple[float, ...]) -> None:
     import nibabel as nib
 
-    affine = np.diag([-SPACING[0], -SPACING[1], SPACING[2], 1.0])  # LPS, as DICOM-derived CT
+    affine = np.diag([-spacing[0], -spacing[1], spacing[2], 1.0])  # LPS, as DICOM-derived CT
     image = nib.Nifti1Image(array, affine)
-    image.header.set_zooms(SPACING)
+    image.header.set_zooms(spacing)
     nib.save(image, path)
 
 
-def _write_cases(target: Path, rng: np.random.Generator) -> list[dict[str, str]]:
+def _write_cases(target: Path, rng: np.random.Generator, grid: Grid) -> list[dict[str, str]]:
     rows = []
     for index in range(N_TRAIN_PATIENTS + N_TEST_PATIENTS):
         patient = f"P{index:03d}"
@@ -91,10 +127,10 @@ def _write_cases(target: Path, rng: np.random.Generator) -> list[dict[str, str]]
         anatomy = _patient_anatomy(rng)
         for scan in range(SCANS_PER_PATIENT):
             case_id = f"{patient.lower()}s{scan}"
-            image, label = _volume(anatomy, scan, 12.0 if scanner == "scannerA" else 25.0, rng)
-            _save(image, target / f"public/{split}/images/{case_id}_0000.nii.gz")
+            image, label = _volume(anatomy, scan, 12.0 if scanner == "scannerA" else 25.0, rng, grid)
+            _save(image, target / f"public/{split}/images/{case_id}_0000.nii.gz", grid.spacing)
             label_dir = "public/train/labels" if split == "train" else "private/labels"
-            _save(label, target / label_dir / f"{case_id}.nii.gz")
+            _save(label, target / label_dir / f"{case_id}.nii.gz", grid.spacing)
             rows.append({"case_id": case_id, "patient_id": patient, "scanner": scanner, "split": split})
     return rows
 
