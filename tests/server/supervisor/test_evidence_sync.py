@@ -99,11 +99,16 @@ def test_evidence_rows_equal_v_evidence(tuned: Make) -> None:
     reviewed(ledger, ws, "ben", "fm", [0.61, 0.63, 0.6], case_se=0.03)
     reviewed(ledger, ws, "ben", "unet", [0.4], budget_class="smoke")
     pending(ledger, ws, "ana", "fm")
+    ledger.attempts.withdraw(pending(ledger, ws, "ana", "fm"), "ana")
+    ledger.reviews.request(pending(ledger, ws, "ben", "fm"), "ben")  # in review
+    failed, _ = ledger.reviews.request(pending(ledger, ws, "ben", "unet"), "ben")
+    assert ledger.reviews.start(failed["review_id"])
+    ledger.reviews.fail(failed["review_id"], "the replay crashed")  # back to pending, no verdict
     changes = ledger.supervision.evidence_changes(None, limit=100, page=100)
     tries = {(t["agent_id"], t["lane_id"]): t["tries"] for t in changes.tries}
     ours = {row["attempt_id"]: row for row in changes.attempts}
     theirs = {row["attempt_id"]: row for row in ledger.db.fetchall("SELECT * FROM v_evidence")}
-    assert set(ours) == set(theirs) and len(ours) == 6
+    assert set(ours) == set(theirs) and len(ours) == 9
     for attempt_id, row in theirs.items():
         mine = ours[attempt_id]
         resolved = tries[(mine["agent_id"], mine["lane_id"])] if mine["tries"] is None else mine["tries"]
