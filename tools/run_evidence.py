@@ -178,7 +178,7 @@ def run_evidence(ctx: ToolContext, request: EvidenceInput) -> EvidenceResult:
     """The supervisor's whole view: stage, lanes, reviewed attempts with verified scores, fold spread,
     holdout gate and budget class, heartbeats already sent, focus notes, thresholds, final choice;
     with `since`, the changes after an earlier answer."""
-    sup, settings, primary = ctx.ledger.supervision, ctx.settings, ctx.contract.primary
+    sup, db, settings, primary = ctx.ledger.supervision, ctx.ledger.db, ctx.settings, ctx.contract.primary
     since = _cursor(request.since)
     changes = sup.evidence_changes(since, request.limit, request.page)
     if since is not None and since.ahead_of(changes.cursor):
@@ -199,7 +199,7 @@ def run_evidence(ctx: ToolContext, request: EvidenceInput) -> EvidenceResult:
         budget_s=_budget_s(ctx),
         thresholds=Thresholds(**{name: getattr(settings, name) for name in Thresholds.model_fields}),
         agents=sup.agents(),
-        lanes=[LaneState(**{k: r[k] for k in LaneState.model_fields}) for r in ctx.ledger.db.fetchall(_LANES)],
+        lanes=[LaneState(**{k: r[k] for k in LaneState.model_fields}) for r in db.cached_fetchall(_LANES)],
         attempts=[_attempt(r, tries) for r in changes.attempts],
         causes_sent=[Cause(**{k: c[k] for k in Cause.model_fields}) for c in changes.causes],
         plateau_heartbeats=[
@@ -210,7 +210,7 @@ def run_evidence(ctx: ToolContext, request: EvidenceInput) -> EvidenceResult:
             FocusNote(note_id=n["note_id"], agent_id=n["agent_id"], created_at=_iso(n["created_at"]))
             for n in changes.focus_notes
         ],
-        roles=[CurrentRole(**{k: r[k] for k in CurrentRole.model_fields}) for r in ctx.ledger.db.fetchall(_ROLES)],
+        roles=[CurrentRole(**{k: r[k] for k in CurrentRole.model_fields}) for r in db.cached_fetchall(_ROLES)],
         final_attempt_id=final["attempt_id"] if final else None,
         cursor=str(changes.cursor),
         changes_only=since is not None,

@@ -164,8 +164,9 @@ class Supervision:
 
     # --- stages --------------------------------------------------------------------------------
     def stage(self) -> str:
-        raw = self.db.scalar("SELECT value FROM run_state WHERE key = 'stage'")
-        return str(json.loads(raw)) if raw is not None else "exploration"
+        # kept between writes, as the reads below: a supervisor asks every few seconds, mostly unchanged
+        rows = self.db.cached_fetchall("SELECT value FROM run_state WHERE key = 'stage'")
+        return str(json.loads(rows[0]["value"])) if rows else "exploration"
 
     def set_stage(self, from_stage: str, to_stage: str, reason: str, decided_by: str) -> bool:
         """Move the run from `from_stage` to `to_stage`; False when it is already there (a repeat).
@@ -191,7 +192,7 @@ class Supervision:
         return True
 
     def stage_transitions(self) -> list[dict[str, Any]]:
-        return self.db.fetchall("SELECT * FROM v_stage_transitions ORDER BY transition_id")
+        return self.db.cached_fetchall("SELECT * FROM v_stage_transitions ORDER BY transition_id")
 
     # --- lanes ---------------------------------------------------------------------------------
     def decide_lane(self, lane_id: str, to_status: str, reason: str, evidence: dict[str, Any], by: str) -> bool:
@@ -321,8 +322,9 @@ class Supervision:
         return int(chosen[0]), True
 
     def final_choice(self) -> dict[str, Any] | None:
-        return self.db.fetchone("SELECT * FROM v_final_choice ORDER BY choice_id LIMIT 1")
+        rows = self.db.cached_fetchall("SELECT * FROM v_final_choice ORDER BY choice_id LIMIT 1")
+        return rows[0] if rows else None
 
     def agents(self) -> list[str]:
-        rows = self.db.fetchall("SELECT agent_id FROM agents WHERE role = 'agent' ORDER BY agent_id")
+        rows = self.db.cached_fetchall("SELECT agent_id FROM agents WHERE role = 'agent' ORDER BY agent_id")
         return [str(r["agent_id"]) for r in rows]
