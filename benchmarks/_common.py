@@ -15,9 +15,10 @@ from tools.task.importers import import_task
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def demo_workspace() -> Workspace:
+def demo_workspace(scale: int = 1) -> Workspace:
+    """A fresh workspace of the demo task (`scale` k: the same patients on a grid k times finer)."""
     root = Path(tempfile.mkdtemp(prefix="amid-bench-"))
-    return init_workspace(import_task(make_demo_task(root / "challenge")), root / "ws")
+    return init_workspace(import_task(make_demo_task(root / "challenge", scale=scale)), root / "ws")
 
 
 def write_result(name: str, payload: dict[str, Any]) -> Path:

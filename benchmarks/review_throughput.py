@@ -42,14 +42,21 @@ MODES = ("no-replay", "replay-none", "replay-bwrap")
 
 
 def _prepare(
-    services: Services, submitters: int, attempts: int, prefix: str = "bench", replay: bool = True, first_seed: int = 0
+    services: Services,
+    submitters: int,
+    attempts: int,
+    prefix: str = "bench",
+    replay: bool = True,
+    first_seed: int = 0,
+    code: dict[str, str] | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
-    """Honest model attempts, one checkpoint seed each (distinct seeds: no two attempts duplicate)."""
+    """Honest model attempts, one checkpoint seed each (distinct seeds: no two attempts duplicate).
+    `code`: files committed over the sandbox's own (its model, predict.py, unless replaced)."""
     k = services.workspace.folds().k
     plans: dict[str, list[dict[str, Any]]] = {}
     for agent in range(submitters):
         box = AgentSandbox(services.workspace, f"{prefix}-{agent}")
-        sha = box.commit()
+        sha = box.commit(code)
         plans[box.agent_id] = []
         for index in range(attempts):
             seed, fold = first_seed + agent * attempts + index, (agent + index) % k

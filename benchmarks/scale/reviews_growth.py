@@ -18,9 +18,14 @@ inference command (PRED_NOT_REPRODUCED and the perturbed-copy stability check). 
 
 The sandbox share is (bwrap - none) / bwrap of the replay's wall time, median over runs: target
 <= 10 %. The reviewer fails closed without bubblewrap by design; `none` is its explicit setting.
-The large-volume task of issue 25 is not measured here (see the report).
+
+The large-volume task of issue 25: `--scale K` runs all of it on the demo task written K times finer
+per axis (tools/task/demo_task.py: the same patients, (64K, 64K, 20K) voxels, K³ times the demo's),
+`--large` at K = 4 (256 x 256 x 80); `volume` records the shape, voxels and bytes per case, and the
+result is benchmarks/results/reviews_growth_large.json unless --name says otherwise.
 
     python benchmarks/scale/reviews_growth.py [--workers 1 2 4] [--submitters 8] [--attempts 3] [--direct 10]
+        [--scale K | --large]
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import shutil
 import statistics
@@ -36,6 +42,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import nibabel as nib
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
@@ -50,7 +58,25 @@ from server.reviewer.replay import fill
 from server.reviewer.staging import stage_case
 from server.sandbox import Mounts, SandboxKind, SandboxSetting, placeholders, replay_env, wrap
 from server.settings import Settings
-from tests.server.reviewer.sandbox import MODEL_REPLAY, AgentSandbox
+from tests.server.reviewer.sandbox import MODEL_REPLAY, PREDICT_PY, AgentSandbox
+from tools.task.demo_task import make_demo_task
+
+LARGE_SCALE = 4  # --large: 256 x 256 x 80 voxels of 0.2 x 0.2 x 1 mm, 64 times the demo's
+MARK = "label[x : x + 4, y : y + 4, z : z + 2] = 1"  # the checkpoint's block in the sandbox's model
+
+
+def model_code(scale: int) -> dict[str, str] | None:
+    """The submitters' model at `scale` (None: the sandbox's own, unchanged). Its checkpoint marks a
+    4 x 4 x 2-voxel block of air so that honest attempts never near-duplicate each other (two marks
+    agree at ~0.997 < 0.999 on the demo); on a grid k times finer that block shrinks k³ times against
+    the organ and two attempts on one fold agree at 0.9994 at scale 2 (DUPLICATE_PAYLOAD rejects
+    them), so there the same model marks the same block in mm: k times the size and the offsets."""
+    if scale == 1:
+        return None
+    if MARK not in PREDICT_PY:
+        raise RuntimeError("the sandbox's model no longer marks its checkpoint as reviews_growth expects")
+    x, y, z = (f"{scale} * {axis} : {scale} * ({axis} + {size})" for axis, size in (("x", 4), ("y", 4), ("z", 2)))
+    return {"predict.py": PREDICT_PY.replace(MARK, f"label[{x}, {y}, {z}] = 1")}
 
 
 def descendants_peak_rss_mb(root: int) -> dict[str, float]:
@@ -107,18 +133,45 @@ def replay_seconds(services: Services) -> dict[str, list[float]]:
     return found
 
 
-def reviews(workers: int, sandbox: SandboxSetting, submitters: int, attempts: int, warm: bool = True) -> dict[str, Any]:
-    """One fresh demo workspace and review pool; the pool is booted (one warm-up review) before the
-    clock unless `warm` is False (the smoke test: then the first verdict includes the pool's start)."""
-    ws = demo_workspace()
+def volume(scale: int) -> dict[str, Any]:
+    """The task's volumes at `scale`: shape, spacing, voxels per case, and bytes per case (the decoded
+    image, and the image and label files as stored, gzip-compressed NIfTI: means over training cases)."""
+    with tempfile.TemporaryDirectory(prefix="amid-volume-") as tmp:
+        task = make_demo_task(Path(tmp) / "challenge", scale=scale)
+        return volume_of(sorted(task.glob("public/train/images/*.nii.gz")), sorted(task.glob("public/train/labels/*")))
+
+
+def volume_of(images: list[Path], labels: list[Path]) -> dict[str, Any]:
+    header = nib.load(images[0]).header
+    shape = tuple(int(n) for n in header.get_data_shape())
+    voxels = math.prod(shape)
+    return {
+        "shape": list(shape),
+        "spacing_mm": [round(float(z), 4) for z in header.get_zooms()[:3]],
+        "voxels_per_case": voxels,
+        "image_bytes_per_case_decoded": voxels * header.get_data_dtype().itemsize,
+        "image_bytes_per_case_file": round(statistics.mean(p.stat().st_size for p in images)),
+        "label_bytes_per_case_file": round(statistics.mean(p.stat().st_size for p in labels)),
+    }
+
+
+def reviews(
+    workers: int, sandbox: SandboxSetting, submitters: int, attempts: int, warm: bool = True, scale: int = 1
+) -> dict[str, Any]:
+    """One fresh demo workspace (at `scale`) and review pool; the pool is booted (one warm-up review)
+    before the clock unless `warm` is False (the smoke test: then the first verdict includes the pool's start)."""
+    ws = demo_workspace(scale)
     settings = Settings(workspace=ws.root, port=0, review_workers=workers, replay_sandbox=sandbox)
     services = Services(settings=settings, workspace=ws, ledger=Ledger(ws.ledger_path))
+    code = model_code(scale)
+    load = os.getloadavg()[0]  # the machine's load before (and, below, after): 2 cores are easily shared
     try:
-        plans = _prepare(services, submitters, attempts)
+        plans = _prepare(services, submitters, attempts, code=code)
         boot = time.monotonic()
         reviewer(services)
         if warm:
-            asyncio.run(_run(services, _prepare(services, 1, 1, "warmup", first_seed=submitters * attempts)))
+            warmup = _prepare(services, 1, 1, "warmup", first_seed=submitters * attempts, code=code)
+            asyncio.run(_run(services, warmup))
         boot_s = time.monotonic() - boot
         wall_s, timings = asyncio.run(_run(services, plans))
         memory = descendants_peak_rss_mb(os.getpid())
@@ -146,15 +199,16 @@ def reviews(workers: int, sandbox: SandboxSetting, submitters: int, attempts: in
         "submit_latency_s": quantiles([t["submit_s"] for t in timings], digits=3),
         "pool_start_and_first_review_s": round(boot_s, 2) if warm else None,
         "peak_rss": memory,
+        "load_average_1m_before_after": [round(load, 2), round(os.getloadavg()[0], 2)],
     }
 
 
-def direct(repeats: int) -> dict[str, Any]:
+def direct(repeats: int, scale: int = 1) -> dict[str, Any]:
     """The demo model's replay command, wrapped and unwrapped, alternated; and an empty Python."""
-    ws = demo_workspace()
+    ws = demo_workspace(scale)
     try:
         box = AgentSandbox(ws, "direct")
-        box.commit()
+        box.commit(model_code(scale))
         checkpoint = ws.root.parent / "checkpoint.json"
         checkpoint.write_text(json.dumps({"mark": 0}), encoding="utf-8")
         cases = [box.cases[case_id] for case_id in box.folds.val_cases(0)]
@@ -208,21 +262,32 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--direct", type=int, default=10, help="repeats of the direct wrapped/unwrapped replay")
     parser.add_argument("--no-warmup", action="store_true", help="no warm-up review before the clock (smoke)")
     parser.add_argument("--skip-none", action="store_true", help="no replay_sandbox=none review run")
-    parser.add_argument("--name", default="reviews_growth", help="result file name (benchmarks/results/NAME.json)")
+    parser.add_argument("--scale", type=int, help="the demo task on a grid this many times finer per axis [1]")
+    parser.add_argument(
+        "--large", action="store_true", help=f"the large-volume task: --scale {LARGE_SCALE} unless given"
+    )
+    names = "[reviews_growth; reviews_growth_large above scale 1]"
+    parser.add_argument("--name", help=f"result file name (benchmarks/results/NAME.json) {names}")
     args = parser.parse_args(argv)
+    scale = args.scale or (LARGE_SCALE if args.large else 1)
+    shape = volume(scale)
     payload: dict[str, Any] = {
-        "task": "demo-liver-lesion-ct (64x64x20, 4 validation cases per fold, Dice + HD95 per label)",
+        "task": f"demo-liver-lesion-ct{f' at scale {scale}' if scale > 1 else ''} "
+        f"({'x'.join(map(str, shape['shape']))}, 4 validation cases per fold, Dice + HD95 per label)",
+        "scale": scale,
+        "volume": shape,
         "submitters": args.submitters,
         "attempts_per_submitter": args.attempts,
-        "sandbox_direct": direct(args.direct),
+        "sandbox_direct": direct(args.direct, scale),
     }
     for workers in args.workers:
-        payload[f"workers_{workers}"] = reviews(workers, "bwrap", args.submitters, args.attempts, not args.no_warmup)
+        run = reviews(workers, "bwrap", args.submitters, args.attempts, not args.no_warmup, scale)
+        payload[f"workers_{workers}"] = run
     if not args.skip_none:
-        payload["sandbox_none"] = reviews(2, "none", args.submitters, args.attempts)
+        payload["sandbox_none"] = reviews(2, "none", args.submitters, args.attempts, scale=scale)
     payload["summary"] = summary(payload, args.workers)
     payload["load_average_1m_at_end"] = round(os.getloadavg()[0], 2)  # other processes on the machine
-    path = write_result(args.name, payload)
+    path = write_result(args.name or ("reviews_growth_large" if scale > 1 else "reviews_growth"), payload)
     print(json.dumps(payload["summary"], indent=2))
     print(f"wrote {path}")
     return payload
