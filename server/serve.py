@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import secrets
 import signal
 import socket
@@ -87,6 +88,10 @@ def _start_subsystems(services: Services) -> None:
     once, under a lock (`runtime.scheduler`, `server.reviewer.reviewer`)."""
     runtime.scheduler(services)
     start_reviewer(services)
+    # What start-up built (imports, pools, schemas: about a million objects) lives as long as the server;
+    # left in the collector's oldest generation, each full collection walked all of it inside a tool
+    # call: one call in 25-50 took 90-200 ms (ledger_growth: get_task p99 161 ms, p50 8 ms).
+    gc.freeze()
 
 
 def serve_http(settings: Settings, announce: Callable[[str], None] | None = None) -> None:

@@ -15,6 +15,7 @@ tool module's own `ToolSpec` (the manifest only lists).
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import sys
@@ -103,6 +104,7 @@ class ToolEntry:
                         "run `python -m server.tool_manifest`"
                     )
                 self._found.append(spec)
+                gc.freeze()  # the module lives as long as the server: out of full collections (server/serve.py)
         return self._found[0]
 
     def as_json(self) -> dict[str, Any]:
