@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections import Counter
 
 from pydantic import BaseModel
@@ -75,8 +76,18 @@ def _layout(paths: list[str]) -> tuple[str | None, dict[str, int]]:
     root = os.path.commonpath(paths)
     if root in paths:
         root = os.path.dirname(root)
-    folders = Counter(os.path.relpath(os.path.dirname(p), root) for p in paths)
+    folders: Counter[str] = Counter()
+    # relpath once per folder, not once per file (50 us each: a tenth of a second for 4,000 files)
+    for folder, count in Counter(os.path.dirname(p) for p in paths).items():
+        folders[os.path.relpath(folder, root)] += count
     return root, top_counts(folders)
+
+
+def _stat(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:  # missing, as os.path.exists has it
+        return None
 
 
 def _strata(request: ProfileRequest, results: list[CaseResult]) -> dict[str, dict[str, int]]:
@@ -101,15 +112,16 @@ def build_inventory(
     near_duplicates: list[list[CaseResult]],
 ) -> Inventory:
     images, labels = _paths(request)
-    existing = [p for p in images + labels if os.path.exists(p)]
+    infos = {p: _stat(p) for p in images + labels}  # one stat per file, for existence, kind and size
+    existing = [p for p in images + labels if infos[p] is not None]
     root, layout = _layout(images + labels)
     missing_ids = missing_sequence_ids([c.case_id for c in request.cases])
     return Inventory(
         n_cases=dict(Counter(case.split for case in request.cases)),
         n_files=len(existing),
-        total_bytes=sum(_size(p) for p in existing),
-        image_file_types=dict(Counter(file_kind(p) for p in images)),
-        label_file_types=dict(Counter(file_kind(p) for p in labels)),
+        total_bytes=sum(_size(p, infos[p]) for p in existing),
+        image_file_types=dict(Counter(file_kind(p, _is_dir(infos[p])) for p in images)),
+        label_file_types=dict(Counter(file_kind(p, _is_dir(infos[p])) for p in labels)),
         root=root,
         layout=layout,
         id_patterns=top_counts(Counter(id_pattern(c.case_id) for c in request.cases)),
@@ -125,7 +137,11 @@ def build_inventory(
     )
 
 
-def _size(path: str) -> int:
-    if os.path.isdir(path):
+def _is_dir(info: os.stat_result | None) -> bool:
+    return info is not None and stat.S_ISDIR(info.st_mode)
+
+
+def _size(path: str, info: os.stat_result | None) -> int:
+    if _is_dir(info):
         return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files)
-    return os.path.getsize(path)
+    return info.st_size if info is not None else os.path.getsize(path)

@@ -10,7 +10,8 @@ holding NaN or infinity go to `np.percentile` itself.
 
 Samples of 8- and 16-bit integers (what CT, MRI and RGB voxels are; workers keep them so, a half to a
 quarter of float32's bytes to send back) count as their float32 values: their order statistics come
-exactly from one histogram of the values themselves, then the same float32 interpolation.
+exactly from one histogram of the values themselves, then the same float32 interpolation (samples
+of several integer types are compared as float32).
 """
 
 from __future__ import annotations
@@ -27,17 +28,16 @@ BUCKETS = 1 << 16
 CHUNK = 1 << 20
 # Buckets of the top 16 bits of the ordered keys that hold -inf, +inf or NaN.
 NON_FINITE = (slice(0, 0x80), slice(0xFF80, BUCKETS))
-# Integer samples kept in their own type, and the histogram keys of all their values.
+# Integer samples kept in their own type (one histogram bucket per value).
 SMALL_INTEGERS = {np.dtype(t) for t in (np.uint8, np.int8, np.uint16, np.int16)}
-INTEGER_OFFSET = 1 << 15
-INTEGER_KEYS = (1 << 16) + INTEGER_OFFSET
 
 
 def percentiles(parts: Sequence[np.ndarray], q: Sequence[float]) -> list[float]:
     """`np.percentile(np.concatenate(parts).astype(np.float32), q)` for 1-D float32 or 8/16-bit integer
     arrays, as Python floats (np.percentile itself for other dtypes)."""
     n = sum(part.size for part in parts)
-    if all(part.dtype in SMALL_INTEGERS and part.ndim == 1 for part in parts) and n >= MIN_SIZE:
+    dtypes = {part.dtype for part in parts}
+    if len(dtypes) == 1 and dtypes <= SMALL_INTEGERS and all(part.ndim == 1 for part in parts) and n >= MIN_SIZE:
         return _interpolated(n, q, lambda ranks: _integer_order_statistics(parts, ranks))
     if any(part.dtype in SMALL_INTEGERS for part in parts):
         parts = [part.astype(np.float32) for part in parts]  # their values exactly
@@ -94,13 +94,19 @@ def _chunks(parts: Sequence[np.ndarray]) -> list[np.ndarray]:
 
 
 def _integer_order_statistics(parts: Sequence[np.ndarray], ranks: np.ndarray) -> list[float]:
-    """The values at the given ranks of the sorted 8/16-bit integer sample, from its histogram."""
-    counts = np.zeros(INTEGER_KEYS, dtype=np.int64)
+    """The values at the given ranks of the sorted sample of one 8/16-bit integer type, from its
+    histogram: each value's bits as unsigned, the sign bit flipped for signed types (then the keys
+    sort as the values do)."""
+    dtype = parts[0].dtype
+    bits = 8 * dtype.itemsize
+    unsigned = np.dtype(f"u{dtype.itemsize}")
+    offset = 1 << (bits - 1) if dtype.kind == "i" else 0
+    counts = np.zeros(1 << bits, dtype=np.int64)
     for chunk in _chunks(parts):
-        keys = np.add(chunk, INTEGER_OFFSET, dtype=np.int32)  # int16's lowest value is key 0
-        counts += np.bincount(keys, minlength=INTEGER_KEYS)
+        keys = chunk.view(unsigned) ^ unsigned.type(offset) if offset else chunk
+        counts += np.bincount(keys, minlength=1 << bits)
     keys_at = np.searchsorted(np.cumsum(counts), ranks, side="right")
-    return [float(key - INTEGER_OFFSET) for key in keys_at.tolist()]
+    return [float(key - offset) for key in keys_at.tolist()]
 
 
 def _buckets(values: np.ndarray) -> np.ndarray:

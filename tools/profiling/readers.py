@@ -74,12 +74,13 @@ class ImageHeader:
         return int(np.prod(self.shape))
 
 
-def file_kind(path: str) -> str:
-    """The reader family of a path, from its name (a directory is a DICOM series)."""
+def file_kind(path: str, is_dir: bool | None = None) -> str:
+    """The reader family of a path, from its name (a directory is a DICOM series). `is_dir`: whether
+    the path is a directory, when the caller has stat'ed it already."""
     lower = path.lower()
     if lower.endswith((".nii", ".nii.gz")):
         return "nifti"
-    if os.path.isdir(path):
+    if os.path.isdir(path) if is_dir is None else is_dir:
         return "dicom_series"
     suffix = Path(lower).suffix
     if suffix in (".tif", ".tiff"):

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
-import numpy as np
 from pydantic import BaseModel
 
 from tools.profiling.boxes import BoxSummary
 from tools.profiling.casework import CaseResult
 from tools.profiling.inputs import ProfileRequest
+from tools.profiling.labelstats import LabelSummary
 from tools.profiling.models import Stats, top_counts
 
 SOURCES = {
@@ -65,8 +66,15 @@ class Supervision(BaseModel):
 
 
 def _voxel_mm3(result: CaseResult) -> float:
+    """A voxel's volume: the spacings' product, left to right as np.prod takes it, in plain Python
+    (np.prod per call cost 7 us, and the call was made once per component: 0.25 s for 2,000 tiles)."""
     header = result.label_header or result.header
-    return float(np.prod(header.spacing)) if header is not None else 1.0
+    return float(math.prod(header.spacing)) if header is not None else 1.0
+
+
+def _labels_with_voxel_mm3(results: list[CaseResult]) -> list[tuple[LabelSummary, float]]:
+    """Label summaries beside their voxel volume, taken once per case, not once per component."""
+    return [(r.label, _voxel_mm3(r)) for r in results if r.label]
 
 
 def _class_balance(value: int, name: str, labelled: list[CaseResult]) -> ClassBalance:
@@ -74,7 +82,7 @@ def _class_balance(value: int, name: str, labelled: list[CaseResult]) -> ClassBa
     foreground = sum(r.label.foreground for r in labelled if r.label)
     present = [r for r in labelled if r.label and r.label.counts.get(value, 0) > 0]
     voxels = sum(r.label.counts[value] for r in present if r.label)
-    sizes = [(s, _voxel_mm3(r)) for r in present if r.label for s in r.label.component_sizes.get(value, [])]
+    sizes = [(s, mm3) for label, mm3 in _labels_with_voxel_mm3(present) for s in label.component_sizes.get(value, [])]
     return ClassBalance(
         value=value,
         name=name,
