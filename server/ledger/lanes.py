@@ -17,6 +17,7 @@ from typing import Any
 from server.errors import Conflict, conflict, not_found
 from server.ledger.database import Database, Transaction
 from server.ledger.idempotency import IdempotencyKeys, Receipt
+from server.ledger.reviews import VERDICT_TABLES, verdicts_version
 
 UNCLAIMABLE = frozenset({"waived", "retired"})
 TIER_SQL_ORDER = "CASE tier WHEN 'primary' THEN 0 WHEN 'secondary' THEN 1 ELSE 2 END"
@@ -66,9 +67,10 @@ def _rows(cur: Transaction, sql: str, params: list[Any]) -> list[dict[str, Any]]
 
 _LANES_IN_ORDER = f"SELECT * FROM lanes ORDER BY {TIER_SQL_ORDER}, rank DESC, lane_id"
 _HOLDERS = "SELECT lane_id, agent_id FROM claims WHERE released_at IS NULL ORDER BY claimed_at"
+# v_leaderboard's rows, without its ranking columns (a window over every attempt) that counts need not
 _SCORES_BY_LANE = (
-    "SELECT lane_id, count(*) AS n_accepted, max(verified_score) AS best_max, "
-    "min(verified_score) AS best_min FROM v_leaderboard GROUP BY lane_id"
+    "SELECT a.lane_id, count(*) AS n_accepted, max(p.verified_score) AS best_max, min(p.verified_score) AS best_min "
+    "FROM attempts a JOIN v_verified_primary p USING (attempt_id) WHERE a.status = 'accepted' GROUP BY a.lane_id"
 )
 
 
@@ -127,7 +129,7 @@ class Lanes:
         with self.db.consistent():  # no write between the three reads
             lanes = self.db.cached_fetchall(_LANES_IN_ORDER)
             holders = self.db.cached_fetchall(_HOLDERS)
-            scores = self.db.cached_fetchall(_SCORES_BY_LANE)
+            scores = self._scores_by_lane()
         by_lane = {s["lane_id"]: s for s in scores}
         for lane in lanes:
             lane["claimants"] = [h["agent_id"] for h in holders if h["lane_id"] == lane["lane_id"]]
@@ -135,6 +137,12 @@ class Lanes:
             lane["n_accepted"] = int(score.get("n_accepted", 0))
             lane["best_verified"] = score.get("best_max" if descending else "best_min")
         return lanes
+
+    def _scores_by_lane(self) -> list[dict[str, Any]]:
+        """Accepted attempts and best verified score per lane, kept while the verdicts are unchanged."""
+        key = ("scores_by_lane", verdicts_version(self.db))
+        others = self.db.tables_read(_SCORES_BY_LANE) - VERDICT_TABLES
+        return [dict(row) for row in self.db.cached(key, others, lambda: self.db.fetchall(_SCORES_BY_LANE))]
 
     # --- claims --------------------------------------------------------------------------------
     def claim(self, lane_id: str, agent_id: str, *, now: datetime, lease_s: int, max_claimants: int) -> ClaimOutcome:

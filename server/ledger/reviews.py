@@ -55,6 +55,27 @@ class ReviewOutcome:
 BASELINE_PREFIX = "baseline:"
 
 
+# What verdicts write: attempts' status, finished reviews and the reviewer's metric rows.
+VERDICT_TABLES = frozenset({"attempts", "reviews", "metrics"})
+_VERDICTS_VERSION = (
+    "SELECT (SELECT count(*) FROM attempts WHERE status = 'accepted') AS accepted, "
+    "(SELECT max(change_seq) FROM attempts WHERE status = 'accepted') AS accepted_change, "
+    "(SELECT count(*) FROM reviews WHERE status = 'done') AS reviews_done"
+)
+
+
+def verdicts_version(db: Database) -> tuple[Any, ...]:
+    """What moves an answer built on verdicts (the leaderboard, the lanes' accepted counts and bests): the
+    accepted set (an attempt joining it takes a new change number, one leaving it lowers the count) and
+    every finished review (verified scores, standard errors and tries come only with one). Such an answer
+    is kept under this version instead of the generations of VERDICT_TABLES: submissions, declared scores,
+    withdrawals and reviews starting write those tables all the time without moving it (re-ranking 3,363
+    accepted attempts at 100,000 after each: 103 ms). The version itself is read once per write."""
+    return db.cached(
+        ("verdicts_version",), ("attempts", "reviews"), lambda: tuple(db.fetchall(_VERDICTS_VERSION)[0].values())
+    )
+
+
 class Reviews:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -273,24 +294,7 @@ class Reviews:
                     kept.append({**row, "rank": len(kept) + 1})
             return [row for lane in sorted(by_lane, key=lambda k: (k is None, k or "")) for row in by_lane[lane]]
 
-        # Kept while the ranking's inputs are unchanged, not while no row of its tables is: submissions,
-        # declared scores, withdrawals and reviews starting write attempts and metrics all the time
-        # without moving the ranking (re-ranking 3,363 accepted at 100,000 attempts after each: 103 ms).
-        version = self.db.cached(("leaderboard_version",), ("attempts", "reviews"), self._leaderboard_version)
-        key = ("leaderboard", higher_is_better, lane_id, per_lane, version)
-        others = self.db.tables_read(sql) - {"attempts", "reviews", "metrics"}
+        # kept while the verdicts are unchanged (verdicts_version), not while no row of its tables is
+        key = ("leaderboard", higher_is_better, lane_id, per_lane, verdicts_version(self.db))
+        others = self.db.tables_read(sql) - VERDICT_TABLES
         return [dict(row) for row in self.db.cached(key, others, ranked)]
-
-    def _leaderboard_version(self) -> tuple[Any, ...]:
-        """What moves the leaderboard: the accepted set (an attempt joining it takes a new change number,
-        one leaving it lowers the count) and every finished review (verified scores, standard errors and
-        tries come only with one)."""
-        row = self.db.fetchall(_LEADERBOARD_VERSION)[0]
-        return tuple(row.values())
-
-
-_LEADERBOARD_VERSION = (
-    "SELECT (SELECT count(*) FROM attempts WHERE status = 'accepted') AS accepted, "
-    "(SELECT max(change_seq) FROM attempts WHERE status = 'accepted') AS accepted_change, "
-    "(SELECT count(*) FROM reviews WHERE status = 'done') AS reviews_done"
-)
