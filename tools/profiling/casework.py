@@ -22,9 +22,9 @@ from tools.profiling.readers import ImageHeader, ZRange, read_array, read_header
 from tools.profiling.voxels import (
     PairSummary,
     central_region,
+    channels_thumbnail,
     geometry_difference,
     pair_summary,
-    slice_thumbnail,
 )
 
 if TYPE_CHECKING:
@@ -157,7 +157,7 @@ def _sample_voxels(
     middle = _middle_index(reference, z_range)
     region = [central_region(channel, middle) for channel in channels]
     _sample_region(region, job.image_samples, rng, result)
-    result.thumbnail = slice_thumbnail(np.mean(region, axis=0) if len(region) > 1 else region[0])
+    result.thumbnail = channels_thumbnail(region)
     target = job.case.label_path
     if job.task_type == "enhancement" and result.label_header is not None and target:
         result.pair = _pair(target, result, z_range, middle, region[0])

@@ -61,27 +61,48 @@ def central_region(array: np.ndarray, middle: int | None) -> np.ndarray:
     return array[:, :, min(max(middle, 0), array.shape[2] - 1)]
 
 
-def slice_thumbnail(region: np.ndarray) -> np.ndarray | None:
-    """Block means of a 2-D region on a THUMB_SIDE x THUMB_SIDE grid; None for tiny or flat regions."""
+def channels_thumbnail(channels: list[np.ndarray]) -> np.ndarray | None:
+    """`slice_thumbnail` of the channels' mean. Integer channels are summed exactly and divided once
+    per block (the mean of an RGB tile as float64, then its block sums, cost twice as much); the
+    thumbnail then differs from the mean's in the last bits at most."""
+    if len(channels) == 1:
+        return slice_thumbnail(channels[0])
+    if all(channel.dtype.kind in "iu" for channel in channels):
+        total = channels[0].astype(np.int64)
+        for channel in channels[1:]:
+            total += channel
+        return slice_thumbnail(total, divisor=len(channels))
+    return slice_thumbnail(np.mean(channels, axis=0))
+
+
+def slice_thumbnail(region: np.ndarray, divisor: int = 1) -> np.ndarray | None:
+    """Block means of a 2-D region on a THUMB_SIDE x THUMB_SIDE grid, each divided by `divisor`; None for
+    tiny or flat regions."""
     if region.ndim != 2 or min(region.shape) < THUMB_SIDE:
         return None
-    pixels = region.astype(np.float64)
     row_edges = np.linspace(0, region.shape[0], THUMB_SIDE + 1).astype(int)
     column_edges = np.linspace(0, region.shape[1], THUMB_SIDE + 1).astype(int)
+    counts = np.outer(np.diff(row_edges), np.diff(column_edges)).astype(np.float64)
+    if region.dtype.kind in "iu":
+        # exact integer block sums, columns first (the cheaper order; any order gives the same
+        # integers), as float64: the numbers float64 sums of the pixels give
+        sums = np.add.reduceat(region, column_edges[:-1], axis=1, dtype=np.int64)
+        sums = np.add.reduceat(sums, row_edges[:-1], axis=0).astype(np.float64)
+        return _thumbnail_or_none(sums / np.maximum(counts * divisor, 1))
+    pixels = region.astype(np.float64)
 
     def block_sums(values: np.ndarray) -> np.ndarray:
         return np.add.reduceat(np.add.reduceat(values, row_edges[:-1], axis=0), column_edges[:-1], axis=1)
 
-    finite = None if region.dtype.kind in "iub" else np.isfinite(pixels)
+    finite = None if region.dtype.kind == "b" else np.isfinite(pixels)
     if finite is None or finite.all():
         # every pixel counts: the block sizes are the counts (the same numbers the sums below give,
         # without two more passes over the region)
-        counts = np.outer(np.diff(row_edges), np.diff(column_edges)).astype(np.float64)
-        return _thumbnail_or_none(block_sums(pixels) / np.maximum(counts, 1))
+        return _thumbnail_or_none(block_sums(pixels) / np.maximum(counts * divisor, 1))
     # Means of the finite pixels only: a NaN read as 0 would make two scans that differ only in
     # where they hold NaN look unrelated, and an all-NaN block is 0.
     counts = block_sums(finite.astype(np.float64))
-    return _thumbnail_or_none(block_sums(np.where(finite, pixels, 0.0)) / np.maximum(counts, 1))
+    return _thumbnail_or_none(block_sums(np.where(finite, pixels, 0.0)) / np.maximum(counts * divisor, 1))
 
 
 def _thumbnail_or_none(thumb: np.ndarray) -> np.ndarray | None:
