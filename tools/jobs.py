@@ -161,11 +161,23 @@ class JobList(ToolResult):
 def list_jobs(ctx: ToolContext, request: ListJobsInput) -> JobList:
     """Your jobs, newest first (supervisors and humans see every job)."""
     agent = ctx.caller.agent_id if ctx.caller.role == "agent" else None
-    states = runtime.scheduler(ctx.services).list(agent)
-    if request.status:
-        states = [s for s in states if s.status == request.status]
-    states = sorted(states, key=lambda s: s.created_at, reverse=True)
-    return JobList(jobs=[_view(ctx, s) for s in states[: request.limit]], total=len(states))
+    runtime.scheduler(ctx.services)  # started: the ledger mirrors every job it holds
+    rows, total = ctx.ledger.jobs.page(agent, request.status, request.limit)
+    return JobList(jobs=[_row_view(row) for row in rows], total=total)
+
+
+def _int(value: float | None) -> int | None:
+    return None if value is None else int(value)
+
+
+def _row_view(row: dict[str, Any]) -> JobView:
+    """A job as the ledger mirrors it (server/jobs/spec.py: ledger_row; the sandbox is a tag there)."""
+    return JobView(
+        job_id=row["job_id"], status=row["status"], backend=row["backend"], gpu_uuids=list(row["gpu_uuids"] or []),
+        exit_code=row["exit_code"], wall_s=row["wall_s"], peak_gpu_mem_mb=_int(row["peak_gpu_mem_mb"]),
+        reason=row["reason"], sandbox=(row["tags"] or {}).get("sandbox", "none"), stdout_tail="", stderr_tail="",
+        log_dir=f"jobs/{row['job_id']}",
+    )  # fmt: skip
 
 
 RUN = ToolSpec(RUN_GPU_JOB, "Run a job", RunJobInput, StartedJob, run_gpu_job, roles=WORKERS, keyed=True)

@@ -5,6 +5,7 @@ State files are the durable truth; the scheduler keeps a copy in memory and writ
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -26,6 +27,9 @@ class LogTail(BaseModel):
     stderr: str
     stdout_bytes: int
     stderr_bytes: int
+
+
+_JOB_ID = re.compile(r"job-\d{8}T\d{12}Z-[0-9a-f]{8}")
 
 
 def new_job_id() -> str:
@@ -58,6 +62,12 @@ class JobStore:
 
     def save(self, state: JobState) -> None:
         files.write_json_atomic(self.job_dir(state.job_id) / files.STATE, state.model_dump(mode="json"))
+
+    def load(self, job_id: str) -> JobState | None:
+        """One job's state from its folder; None for an id that is not a job's (or names no folder)."""
+        if not _JOB_ID.fullmatch(job_id) or not self.job_dir(job_id).is_dir():
+            return None
+        return self._load(self.job_dir(job_id))
 
     def load_all(self) -> list[JobState]:
         """Every job on disk; a folder left empty by an interrupted submission is not a job."""

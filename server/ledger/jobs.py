@@ -34,3 +34,17 @@ class Jobs:
             )
             or 0
         )
+
+    def page(self, agent_id: str | None, status: str | None, limit: int) -> tuple[list[dict[str, Any]], int]:
+        """The newest `limit` jobs (of one agent, in one status, when given) and how many there are: read
+        here rather than from the scheduler, which holds only the unfinished and the recently ended."""
+        where = "WHERE (? IS NULL OR agent_id = ?) AND (? IS NULL OR status = ?)"
+        params = [agent_id, agent_id, status, status]
+        rows = self.db.fetchall(
+            f"SELECT * FROM jobs {where} ORDER BY created_at DESC, job_id DESC LIMIT ?", [*params, limit]
+        )
+        total = int(self.db.scalar(f"SELECT count(*) FROM jobs {where}", params) or 0)
+        for row in rows:
+            for column in JSON_COLUMNS:
+                row[column] = json.loads(row[column]) if isinstance(row[column], str) else row[column]
+        return rows, total

@@ -92,3 +92,26 @@ async def test_a_keyed_job_retried_after_a_restart_that_lost_its_ledger_key_is_n
     assert other.is_error and "CONFLICT: idempotency_key: got 'job-1', used" in other.content[0].text  # type: ignore[union-attr]
     assert listed["total"] == 1
     assert agent_services.ledger.db.scalar("SELECT count(*) FROM jobs") == 1
+
+
+@pytest.mark.anyio
+async def test_list_jobs_pages_every_job_from_the_ledger_newest_first(
+    agent_services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The scheduler keeps only the recently ended jobs in memory; the list comes from the ledger's mirror.
+    from server.jobs import scheduler as module
+
+    monkeypatch.setattr(module, "KEEP_ENDED", 1)
+    async with local_client(agent_services, "worker") as client:
+        ids = []
+        for i in range(3):
+            job = await ok(client, "run_gpu_job", {"command": ["python", "-c", f"print({i})"]})
+            await ok(client, "get_job", {"job_id": job["job_id"], "wait_s": 30})
+            ids.append(job["job_id"])
+        listed = await ok(client, "list_jobs", {"limit": 2})
+        succeeded = await ok(client, "list_jobs", {"status": "succeeded"})
+        failed = await ok(client, "list_jobs", {"status": "failed"})
+    assert len(runtime.scheduler(agent_services).list()) == 1
+    assert listed["total"] == 3 and [j["job_id"] for j in listed["jobs"]] == ids[::-1][:2]
+    assert succeeded["total"] == 3 and failed["total"] == 0
+    assert listed["jobs"][0]["sandbox"] in ("bwrap", "none") and listed["jobs"][0]["log_dir"] == f"jobs/{ids[-1]}"

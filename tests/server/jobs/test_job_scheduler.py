@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from server.errors import Conflict
+from server.errors import Conflict, NotFound
 from server.jobs.spec import JobSpec, JobState
 from tests.server.jobs.helpers import SchedulerFactory, eventually, process_running, text_when_written, wait_status
 
@@ -175,3 +175,26 @@ def test_a_submission_killed_between_its_two_files_is_a_job_or_nothing(
     (tmp_path / "hold").touch()
     assert wait_status(second, job.job_id).status == "succeeded"
     assert runs(marker) == Counter({job.job_id: 1})
+
+
+def test_ended_jobs_beyond_the_kept_ones_leave_memory_and_are_read_back_from_their_folders(
+    make_scheduler: SchedulerFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every ended job's state held for the whole run was the scheduler's memory growing with each job.
+    from server.jobs import scheduler as module
+
+    monkeypatch.setattr(module, "KEEP_ENDED", 2)
+    scheduler = make_scheduler(max_concurrent=2)
+    marker = tmp_path / "marker"
+    submitted = [scheduler.submit("agent-1", marker_job(tmp_path, marker)).job_id for _ in range(5)]
+    finals = [wait_status(scheduler, job_id, timeout_s=60) for job_id in submitted]
+    assert [s.status for s in finals] == ["succeeded"] * 5
+    eventually(lambda: len(scheduler.list()) == 2, what="only the two newest ended jobs held")
+    oldest = scheduler.get(submitted[0])  # from its folder
+    assert (oldest.job_id, oldest.status, oldest.agent_id) == (submitted[0], "succeeded", "agent-1")
+    assert scheduler.wait(submitted[0], timeout_s=0).status == "succeeded"
+    with pytest.raises(Conflict):
+        scheduler.cancel(submitted[1])
+    for bad in ("job-../../etc", "nope", f"{submitted[0]}x"):
+        with pytest.raises(NotFound):
+            scheduler.get(bad)
