@@ -4,15 +4,13 @@ its frozen files, its lane, its lineage. Refuses an attempt that cannot be final
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 from server.errors import Conflict, NotFound
+from server.finality import final_problems
 from server.ledger import Ledger
 from server.ranking import rank_rows
-
-FINAL_LANE_STATES = ("promoted", "challenger")
 
 
 @dataclass(frozen=True)
@@ -44,7 +42,7 @@ def gather(ledger: Ledger, attempt_id: str) -> PackageEvidence:
         raise NotFound(f"attempt_id: no attempt {attempt_id!r}; see `amid sql \"SELECT * FROM v_evidence\"`",
                        field="attempt_id")  # fmt: skip
     lane = ledger.lanes.get(row["lane_id"]) if row["lane_id"] else None
-    problems = final_problems(row, lane)
+    problems = final_problems(row, lane["status"] if lane else None)
     if problems:
         raise Conflict(f"attempt_id: {attempt_id} cannot be packaged as final: {'; '.join(problems)}",
                        field="attempt_id")  # fmt: skip
@@ -63,22 +61,6 @@ def gather(ledger: Ledger, attempt_id: str) -> PackageEvidence:
         run={key: ledger.activity.get_state(key)
              for key in ("task_id", "contract_hash", "primary_metric", "primary_direction")},
     )  # fmt: skip
-
-
-def final_problems(row: dict[str, Any], lane: dict[str, Any] | None) -> list[str]:
-    """Why an attempt (its v_evidence row) cannot be final; empty when it can."""
-    found = []
-    if row["status"] != "accepted":
-        found.append(f"status is {row['status']}, not accepted")
-    if row["budget_class"] != "real":
-        found.append(f"budget class is {row['budget_class']}, not real")
-    if not row["holdout_gated"]:
-        found.append("its holdout gate failed")
-    if lane is None or lane["status"] not in FINAL_LANE_STATES:
-        found.append(f"its lane {row['lane_id']!r} is not promoted or challenger")
-    if row["verified_score"] is None or math.isnan(float(row["verified_score"])):
-        found.append("it has no verified primary score")
-    return found
 
 
 def lineage(ledger: Ledger, parent_id: str | None, limit: int = 100) -> list[dict[str, Any]]:
@@ -106,9 +88,10 @@ def best_eligible(ledger: Ledger) -> str:
     higher = ledger.activity.get_state("primary_direction", "higher_better") == "higher_better"
     rows = ledger.db.fetchall("SELECT * FROM v_evidence WHERE status = 'accepted' ORDER BY created_at, attempt_id")
     lanes = {r["lane_id"]: ledger.lanes.get(r["lane_id"]) for r in rows if r["lane_id"]}
-    eligible = [r for r in rows if not final_problems(r, lanes.get(r["lane_id"]))]
+    status = {lane_id: lane["status"] if lane else None for lane_id, lane in lanes.items()}
+    eligible = [r for r in rows if not final_problems(r, status.get(r["lane_id"]))]
     if not eligible:
-        why = "; ".join(f"{r['attempt_id']}: {', '.join(final_problems(r, lanes.get(r['lane_id'])))}" for r in rows)
+        why = "; ".join(f"{r['attempt_id']}: {', '.join(final_problems(r, status.get(r['lane_id'])))}" for r in rows)
         raise Conflict(
             "attempt_id: no attempt can be final (accepted, real, holdout-gated, on a promoted or challenger lane)"
             f"{': ' + why if why else ': no accepted attempt'}; promote a lane with `amid supervise` first",

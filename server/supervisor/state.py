@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from server.finality import counts
 from server.ranking import bound, order_key
 from tools.run_evidence import AttemptEvidence, Cause, EvidenceResult, FocusNote
 
@@ -100,13 +101,8 @@ class RunView:
         return a > b if self.evidence.higher_is_better else a < b
 
     def counts(self, attempt: AttemptEvidence) -> bool:
-        """An attempt that counts for coverage, plateau and promotion."""
-        return (
-            attempt.status == "accepted"
-            and attempt.budget_class == "real"
-            and attempt.holdout_gated
-            and attempt.verified_score is not None
-        )
+        """An attempt that counts for coverage, plateau and promotion (`server.finality`)."""
+        return counts(vars(attempt))
 
     def reviewed_real(self, lane_id: str | None = None, agent_id: str | None = None) -> list[AttemptEvidence]:
         """Reviewed `real` attempts (accepted, rejected or revoked), oldest first."""
