@@ -68,8 +68,8 @@ def build_app(services: Services, *, local_identity: Identity | None = None, wit
         local_identity=local_identity,
         log_level="WARNING",  # the SDK logs each stateless request at INFO (a rich render per call)
     )
-    services.extras.setdefault("profile_provider", _provide_profile)  # the lane planner's input
-    services.extras.setdefault("build_package", _build_package)  # choose_final builds package/ (server/package)
+    services.profile_provider = services.profile_provider or _provide_profile  # the lane planner's input
+    services.build_package = services.build_package or _build_package  # choose_final builds package/
     for entry in load_manifest():  # listed from the manifest; a tool's module loads at its first call
         register(mcp, entry, services, local_identity)
     _add_routes(mcp, services)

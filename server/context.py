@@ -6,15 +6,23 @@ Tools never read globals or the environment; the composition root (`server.app`)
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from server.ledger import Identity, Ledger
 from server.settings import Settings
 from server.workspace import Workspace
 from tools.task.contract import TaskContract
 from tools.task.folds import LockedFolds
+
+if TYPE_CHECKING:  # the subsystems' own modules are heavy and import this one; only their types here
+    from server.jobs.scheduler import JobScheduler
+    from server.report.login import DashboardLogins
+    from server.reviewer.pool import ReviewerPool
+    from tools.profile_data import ProfileRunner
 
 
 @dataclass
@@ -24,7 +32,18 @@ class Services:
     settings: Settings
     workspace: Workspace
     ledger: Ledger
-    extras: dict[str, Any] = field(default_factory=dict)  # later subsystems: scheduler, reviewer pool
+    # Subsystems, each built on first use under its module's lock and stopped with the server:
+    # server/runtime.py (scheduler), server/reviewer (reviewer), tools/profile_data.py (profiler),
+    # server/report/dashboard.py (dashboard_logins).
+    scheduler: JobScheduler | None = None
+    reviewer: ReviewerPool | None = None
+    profiler: ProfileRunner | None = None
+    dashboard_logins: DashboardLogins | None = None
+    # Hooks the composition root (server/app.py) installs: the lane planner's profile, choose_final's
+    # package builder (a context and an attempt id in, the package's path out).
+    profile_provider: Callable[[Services], Any] | None = None
+    build_package: Callable[[ToolContext, str], str] | None = None
+    plan_lock: threading.Lock = field(default_factory=threading.Lock)  # one lane planning at a time
 
     @cached_property
     def contract(self) -> TaskContract:

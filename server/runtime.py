@@ -1,5 +1,5 @@
 """Long-lived subsystems of a server (job scheduler, reviewer pool): built once, lazily, and
-stopped with the server. They live in `Services.extras` so tools reach them through their context."""
+stopped with the server. They live in `Services` so tools reach them through their context."""
 
 from __future__ import annotations
 
@@ -18,10 +18,9 @@ _lock = threading.Lock()
 def scheduler(services: Services) -> Any:
     """The job scheduler of this server, created on first use and mirrored into the ledger."""
     with _lock:
-        found = services.extras.get("scheduler")
-        if found is None:
-            found = services.extras["scheduler"] = _build_scheduler(services)
-        return found
+        if services.scheduler is None:
+            services.scheduler = _build_scheduler(services)
+        return services.scheduler
 
 
 def check_backend(settings: Settings) -> None:
@@ -76,7 +75,8 @@ def _build_scheduler(services: Services) -> Any:
 
 def shutdown(services: Services) -> None:
     """Stop background subsystems; running jobs keep running (their wrappers survive)."""
-    for name in ("reviewer", "scheduler"):
-        subsystem = services.extras.pop(name, None)
+    reviewer, scheduler = services.reviewer, services.scheduler
+    services.reviewer = services.scheduler = None
+    for subsystem in (reviewer, scheduler):
         if subsystem is not None:
             subsystem.close()

@@ -4,13 +4,13 @@ record the final attempt. Each carries its reason into the ledger; each is safe 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
 from server.context import ToolContext
 from server.errors import Conflict, invalid
+from server.finality import final_problems
 from server.ledger import Role
 from server.toolkit import ToolResult, ToolSpec
 
@@ -95,9 +95,6 @@ class ChooseFinalResult(ToolResult):
     package_path: str | None = Field(description="built package, workspace-relative; null when no builder")
 
 
-PackageBuilder = Callable[[ToolContext, str], str]
-
-
 def choose_final(ctx: ToolContext, request: ChooseFinalInput) -> ChooseFinalResult:
     """Record the final attempt (accepted, real, holdout-gated, on a promoted or challenger lane) and
     build the package when a builder is installed."""
@@ -108,7 +105,7 @@ def choose_final(ctx: ToolContext, request: ChooseFinalInput) -> ChooseFinalResu
             package_path=known["package_path"],
         )  # fmt: skip
     row = _eligible(ctx, request.attempt_id)
-    builder: PackageBuilder | None = ctx.services.extras.get("build_package")
+    builder = ctx.services.build_package
     package = builder(ctx, request.attempt_id) if builder else None
     choice = {**row, "reason": request.reason, "audit_id": request.audit_id, "package_path": package}
     choice_id, created = ctx.ledger.supervision.choose_final(choice, ctx.caller.agent_id)
@@ -117,12 +114,11 @@ def choose_final(ctx: ToolContext, request: ChooseFinalInput) -> ChooseFinalResu
 
 def _eligible(ctx: ToolContext, attempt_id: str) -> dict[str, Any]:
     """The attempt's v_evidence row if it may be final (the package builder's own rule), else Conflict."""
-    from server.package.evidence import final_problems
-
     row = ctx.ledger.db.fetchone("SELECT * FROM v_evidence WHERE attempt_id = ?", [attempt_id])
     if row is None:
         raise invalid("attempt_id", attempt_id, "an attempt id from run_evidence")
-    problems = final_problems(row, ctx.ledger.lanes.get(row["lane_id"]) if row["lane_id"] else None)
+    lane = ctx.ledger.lanes.get(row["lane_id"]) if row["lane_id"] else None
+    problems = final_problems(row, lane["status"] if lane else None)
     if problems:
         raise Conflict(f"attempt_id: {attempt_id} cannot be final: {'; '.join(problems)}")
     return row

@@ -1,7 +1,7 @@
 """The run's lane portfolio: planned once from the data profile, kept in the ledger and in memory/lanes/.
 
 The first lane tool call of a run plans the portfolio: it takes the data profile (from the
-`profile_provider` the composition root registers in `Services.extras`, by default profile_data's
+`profile_provider` the composition root registers in `Services`, by default profile_data's
 cached profile, computed if stale), the lane templates, the foundation-model registry and what this machine
 has installed, and writes one readable lane file per lane plus PORTFOLIO.md with every idea left
 out and why. The facts it planned from stay in the run state, so agent proposals are completed
@@ -10,7 +10,6 @@ against the same profile.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
 from registry.loader import load_foundation_models, load_lane_templates
@@ -28,10 +27,8 @@ from tools.planning.steps import monai_config_for, monai_config_name
 from tools.profile_data import provide_profile
 from tools.profiling import CompactProfile, DataProfile
 
-PROFILE_PROVIDER = "profile_provider"  # Services.extras key: Callable[[Services], DataProfile | CompactProfile]
 STATE_KEY = "lane_portfolio"
 CORE_PACKAGES = ("nnunetv2", "monai", "torch")
-_LOCK_KEY = "lane_planning_lock"
 
 ProfileProvider = Callable[[Services], DataProfile | CompactProfile]
 
@@ -40,8 +37,7 @@ def ensure_portfolio(ctx: ToolContext) -> None:
     """Plan the portfolio unless the run has one; concurrent first calls plan once."""
     if ctx.ledger.activity.get_state(STATE_KEY) is not None:
         return
-    lock = ctx.services.extras.setdefault(_LOCK_KEY, threading.Lock())
-    with lock:
+    with ctx.services.plan_lock:
         if ctx.ledger.activity.get_state(STATE_KEY) is not None:
             return
         portfolio = plan(ctx)
@@ -77,7 +73,7 @@ def plan(ctx: ToolContext) -> Portfolio:
 
 
 def _profile(services: Services) -> DataProfile | CompactProfile:
-    provider: ProfileProvider = services.extras.get(PROFILE_PROVIDER, provide_profile)
+    provider: ProfileProvider = services.profile_provider or provide_profile
     return provider(services)
 
 

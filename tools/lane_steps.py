@@ -19,7 +19,7 @@ def machine_gpus(ctx: ToolContext) -> int:
     """GPUs the scheduler places jobs on; for a cluster backend (it places them itself), the contract's budget.
 
     Planning does not start the scheduler: until a job starts it, the local backend's inventory is asked."""
-    scheduler = ctx.services.extras.get("scheduler")
+    scheduler = ctx.services.scheduler
     here = scheduler.gpus_here() if scheduler is not None else _local_gpus(ctx)
     return int(ctx.contract.budget.gpus) if here is None else int(here)
 

@@ -162,11 +162,14 @@ class ProfileRunner:
         return self._done.wait(timeout_s), self._error
 
 
+_RUNNER_LOCK = threading.Lock()
+
+
 def runner(services: Services) -> ProfileRunner:
-    found = services.extras.get("profiler")
-    if found is None:
-        found = services.extras.setdefault("profiler", ProfileRunner(services.workspace))
-    return found
+    with _RUNNER_LOCK:
+        if services.profiler is None:
+            services.profiler = ProfileRunner(services.workspace)
+        return services.profiler
 
 
 class ProfileInput(BaseModel):

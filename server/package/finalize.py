@@ -1,6 +1,6 @@
 """Finalization: the supervisor's (through `choose_final`, which calls `build_package`) and
-`amid finalize`'s, which records its choice through the same tool function so `v_final_choice`
-shows it, then builds the package.
+`amid finalize`'s, which builds the package and records its choice in the same ledger table, under the
+same rule (server/finality.py), so `v_final_choice` shows it.
 """
 
 from __future__ import annotations
@@ -8,20 +8,19 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from server.context import Services, ToolContext
+from server.context import ToolContext
 from server.errors import Conflict
-from server.ledger import Identity, Ledger
+from server.ledger import Ledger
 from server.ledger.packages import Packages
 from server.package.builder import BuiltPackage, build
 from server.package.evidence import best_eligible, gather
-from server.settings import Settings
 from server.workspace import Workspace
 
 CLI_AGENT = "amid-finalize"
 
 
 def build_package(ctx: ToolContext, attempt_id: str) -> str:
-    """The builder `choose_final` calls (`services.extras["build_package"]`). No final choice is
+    """The builder `choose_final` calls (`Services.build_package`). No final choice is
     recorded yet, so a package of another attempt in package/ is not final and is replaced."""
     return build(ctx.ledger, ctx.workspace, attempt_id, by=ctx.caller.agent_id, replace_other=True).path
 
@@ -52,18 +51,13 @@ def finalize(
 
 
 def _choose(ledger: Ledger, workspace: Workspace, attempt_id: str, reason: str, force: bool, by: str) -> dict[str, Any]:
-    from tools.decisions import ChooseFinalInput, choose_final
-
-    built: list[BuiltPackage] = []
-
-    def builder(ctx: ToolContext, chosen: str) -> str:
-        built.append(build(ledger, workspace, chosen, by=by, force=force, replace_other=True))
-        return built[0].path
-
-    services = Services(Settings(workspace=workspace.root), workspace, ledger, extras={"build_package": builder})
-    ctx = ToolContext(services, Identity(agent_id=by, role="supervisor"))
-    result = choose_final(ctx, ChooseFinalInput(attempt_id=attempt_id, reason=reason))
-    return _result(result.choice_id, built[0], replaced=False)
+    """Record the first final choice, as choose_final does: the builder refuses an attempt that cannot be
+    final (server/finality.py) before anything is written, and the ledger keeps a choice made meanwhile."""
+    built = build(ledger, workspace, attempt_id, by=by, force=force, replace_other=True)
+    evidence = gather(ledger, attempt_id).evidence
+    row = {**evidence, "reason": reason, "audit_id": None, "package_path": built.path}
+    choice_id, _ = ledger.supervision.choose_final(row, by)
+    return _result(choice_id, built, replaced=False)
 
 
 def _reason(ledger: Ledger, attempt_id: str, *, named: bool, forced: bool) -> str:

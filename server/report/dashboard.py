@@ -9,6 +9,8 @@ page is built in a worker thread, off the event loop, and reloads itself every `
 
 from __future__ import annotations
 
+import threading
+
 import anyio.to_thread
 from mcp.server import MCPServer
 from starlette.requests import Request
@@ -25,9 +27,14 @@ NO_STORE = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
 LOGIN_HELP = "run `amid dashboard -w WORKSPACE` for a one-time login link"
 
 
+_LOGINS_LOCK = threading.Lock()
+
+
 def logins(services: Services) -> DashboardLogins:
-    found: DashboardLogins = services.extras.setdefault("dashboard_logins", DashboardLogins())
-    return found
+    with _LOGINS_LOCK:
+        if services.dashboard_logins is None:
+            services.dashboard_logins = DashboardLogins()
+        return services.dashboard_logins
 
 
 def _bearer(request: Request, services: Services) -> Identity | None:

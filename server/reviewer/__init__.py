@@ -1,7 +1,7 @@
 """The independent reviewer (DESIGN §7): a pool in the server that re-scores every attempt from its
 frozen evidence and decides accepted / rejected, with a check code, message and evidence for each rule.
 
-The pool lives in `Services.extras["reviewer"]`; `reviewer(services)` builds and starts it on
+The pool lives in `Services.reviewer`; `reviewer(services)` builds and starts it on
 first use (so tools and tests need no wiring), `start_reviewer` does so at server start (which
 re-queues reviews a killed server left running), and `stop_reviewer` (or `runtime.shutdown`,
 which calls `close()`) stops it.
@@ -23,13 +23,13 @@ _lock = threading.Lock()
 def reviewer(services: Services) -> ReviewerPool:
     """The server's reviewer pool, built and started on first use."""
     with _lock:
-        pool = services.extras.get("reviewer")
+        pool = services.reviewer
         if pool is None:
             from server.reviewer.pool import ReviewerPool
 
             pool = ReviewerPool(services.ledger, services.workspace, services.settings)
             pool.start()
-            services.extras["reviewer"] = pool
+            services.reviewer = pool
         return pool
 
 
@@ -39,6 +39,6 @@ def start_reviewer(services: Services) -> ReviewerPool:
 
 
 def stop_reviewer(services: Services) -> None:
-    pool = services.extras.pop("reviewer", None)
+    pool, services.reviewer = services.reviewer, None
     if pool is not None:
         pool.close()

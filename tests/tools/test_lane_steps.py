@@ -47,7 +47,7 @@ def machine(
     inventory = StaticInventory(ONE_GPU[:gpus])
     backend = LocalBackend(python=sys.executable, base_env=dict(os.environ))
     scheduler = JobScheduler(workspace.sub("jobs"), backend, inventory, max_concurrent=1)
-    services.extras["scheduler"] = scheduler
+    services.scheduler = scheduler
     try:
         ensure_portfolio(ToolContext(services=services, caller=Identity(agent_id="planner", role="supervisor")))
         yield services, gpus

@@ -82,7 +82,7 @@ async def test_a_crashing_review_fails_cleanly_and_can_be_requested_again(bare_s
     attempt_id = await _submitted(bare_services, "unlucky", 1, 2)
     folds = bare_services.workspace.task_dir / "folds.json"
     folds.rename(folds.with_suffix(".moved"))  # the review process cannot load the locked folds
-    bare_services.extras["reviewer"] = pool = _pool(bare_services)
+    bare_services.reviewer = pool = _pool(bare_services)
     pool.start()
     try:
         async with client_for(bare_services, "unlucky") as client:
@@ -96,7 +96,8 @@ async def test_a_crashing_review_fails_cleanly_and_can_be_requested_again(bare_s
             assert again["review_id"] != queued["review_id"]
             assert (await verdict(client, again["review_id"]))["verdict"] == "accepted"
     finally:
-        bare_services.extras.pop("reviewer").close()
+        pool.close()
+        bare_services.reviewer = None
 
 
 async def test_a_runaway_review_is_killed_with_its_grader_at_the_review_timeout(

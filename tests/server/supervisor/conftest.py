@@ -32,7 +32,7 @@ def tuned(services: Services) -> Iterator[Make]:
 
     yield make
     for one in made:
-        if "reviewer" in one.extras:
+        if one.reviewer is not None:
             stop_reviewer(one)
 
 
