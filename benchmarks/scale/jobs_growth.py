@@ -79,7 +79,7 @@ def structures(scheduler: JobScheduler) -> dict[str, Any]:
     """The scheduler's in-memory structures: their entry counts and deep size."""
     s: Any = scheduler
     with s._lock:
-        held = {"states": s._states, "by_key": s._by_key, "launching": s._launching}
+        held = {"states": s._states, "ended": s._ended, "by_key": s._by_key, "launching": s._launching}
         counts = {name: len(value) for name, value in held.items()}
         total = deep_size(held)
     return {**counts, "deep_kib": round(total / 1024, 1), "per_job_bytes": round(total / max(1, counts["states"]))}
