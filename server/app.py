@@ -26,7 +26,7 @@ from server.report.dashboard import add_dashboard_route
 from server.response_mode import route_by_progress
 from server.settings import Settings
 from server.tool_manifest import load as load_manifest
-from server.toolkit import RoleListedServer, register
+from server.toolkit import RoleListedServer, build_tool
 from server.workspace import Workspace
 
 
@@ -58,6 +58,9 @@ def build_app(services: Services, *, local_identity: Identity | None = None, wit
         issuer = AnyHttpUrl(f"http://{settings.host}:{settings.port}")
         auth = AuthSettings(issuer_url=issuer, resource_server_url=None)
         verifier = LedgerTokenVerifier(services.ledger)
+    services.profile_provider = services.profile_provider or _provide_profile  # the lane planner's input
+    services.build_package = services.build_package or _build_package  # choose_final builds package/
+    entries = load_manifest()  # listed from the manifest; a tool's module loads at its first call
     mcp = RoleListedServer(
         "amid",
         title="AMID",
@@ -67,11 +70,9 @@ def build_app(services: Services, *, local_identity: Identity | None = None, wit
         auth=auth,
         local_identity=local_identity,
         log_level="WARNING",  # the SDK logs each stateless request at INFO (a rich render per call)
+        tools=[build_tool(entry, services, local_identity) for entry in entries],
+        tool_roles={entry.name: entry.roles for entry in entries},
     )
-    services.profile_provider = services.profile_provider or _provide_profile  # the lane planner's input
-    services.build_package = services.build_package or _build_package  # choose_final builds package/
-    for entry in load_manifest():  # listed from the manifest; a tool's module loads at its first call
-        register(mcp, entry, services, local_identity)
     _add_routes(mcp, services)
     add_dashboard_route(mcp, services)  # GET /dashboard: the report, live, for a human token
     return App(mcp=mcp, services=services)

@@ -91,10 +91,16 @@ class RoleListedServer(MCPServer):
     role never changes, so its list is fixed; a caller without an identity sees every tool (and
     is refused at the call)."""
 
-    def __init__(self, *args: Any, local_identity: Identity | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        local_identity: Identity | None = None,
+        tool_roles: dict[str, frozenset[Role]] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.local_identity = local_identity
-        self.tool_roles: dict[str, frozenset[Role]] = {}
+        self.tool_roles: dict[str, frozenset[Role]] = dict(tool_roles or {})
         self._listed: dict[Role | None, list[ListedTool]] = {}
 
     async def list_tools(self) -> list[ListedTool]:
@@ -304,15 +310,15 @@ def published_schema(spec: ToolSpec) -> dict[str, Any]:
     return schema
 
 
-def register(mcp: MCPServer, entry: ToolEntry, services: Services, local_identity: Identity | None) -> None:
-    """Adds one listed tool to the SDK's tool manager as its manifest entry describes it. The SDK
-    would derive the schema again from a signature (what `published_schema` did once), so the
-    tool is built here instead; that is the one reach into the SDK's tool manager.
+def build_tool(entry: ToolEntry, services: Services, local_identity: Identity | None) -> SdkTool:
+    """One listed tool as its manifest entry describes it, for the server's constructor (`tools=`).
+    The SDK would derive the schema again from a signature (what `published_schema` did once), so the
+    tool is built here from the manifest's schema.
 
     The handler builds its CallToolResult itself, structured content included. No output schema
     is published: it was 40 % of tools/list, in every client's context, and told no more than the
     result's own compact JSON; results stay pydantic-validated (built as the output model)."""
-    tool = SdkTool(
+    return SdkTool(
         fn=_make_handler(entry, services, local_identity),
         name=entry.name,
         title=entry.title,
@@ -323,9 +329,6 @@ def register(mcp: MCPServer, entry: ToolEntry, services: Services, local_identit
         context_kwarg="mcp_context",
         annotations=ToolAnnotations.model_validate(entry.annotations),
     )
-    mcp._tool_manager._tools[entry.name] = tool
-    if isinstance(mcp, RoleListedServer):
-        mcp.tool_roles[entry.name] = entry.roles
 
 
 def _close_objects(schema: dict[str, Any]) -> None:
