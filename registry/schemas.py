@@ -13,26 +13,14 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel, StringConstraints,
 from server.errors import InvalidInput
 from tools.task.contract import TaskType  # one vocabulary of task types
 from tools.task.label_adapters import ADAPTERS
+from tools.task.modality import ImagedModality
 
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=80)]
 Url = Annotated[str, StringConstraints(pattern=r"^https?://\S+$")]
 HubId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")]
 Text = Annotated[str, StringConstraints(min_length=1, strip_whitespace=True)]
 
-Modality = Literal[
-    "CT",
-    "MRI",
-    "PET",
-    "X-ray",
-    "ultrasound",
-    "pathology",
-    "microscopy",
-    "fundus",
-    "OCT",
-    "endoscopy",
-    "dermoscopy",
-    "multi",
-]
+Modality = ImagedModality  # a model or template images one of these (tools/task/modality.py)
 Dimensionality = Literal["2d", "3d"]
 TaskFamily = Literal[
     "segmentation",

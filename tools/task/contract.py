@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from server.errors import InvalidInput
+from tools.task.modality import Modality
 
 TaskType = Literal[
     "segmentation",
@@ -28,21 +29,6 @@ TaskType = Literal[
     "graph_classification",
 ]
 Direction = Literal["higher_better", "lower_better"]
-Modality = Literal[
-    "CT",
-    "MRI",
-    "PET",
-    "X-ray",
-    "ultrasound",
-    "pathology",
-    "microscopy",
-    "fundus",
-    "OCT",
-    "endoscopy",
-    "dermoscopy",
-    "multi",
-    "other",
-]
 PredictionFileType = Literal["nifti", "png", "tiff", "mha", "nrrd", "csv", "json", "yaml", "txt", "none"]
 
 SLUG = r"^[a-z0-9][a-z0-9._-]{0,63}$"
