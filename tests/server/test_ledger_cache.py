@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from server.ledger import Ledger
-from server.ledger.database import EVERY_TABLE, utcnow, written_table
+from server.ledger.database import EVERY_TABLE, utcnow, written_tables
 
 ROOT = Path(__file__).resolve().parents[2]
 SQL_WRITE = re.compile(r"^\s*(INSERT\s+(OR\s+\w+\s+)?INTO|UPDATE\s+\S+\s+SET|DELETE\s+FROM)\s", re.I)
@@ -99,12 +99,16 @@ def test_an_expired_claim_is_released_once_its_time_has_come_though_nothing_was_
 
 
 def _string_constants(tree: ast.AST) -> list[tuple[int, str]]:
-    found = []
+    """Every string literal, an f-string as one text with each formatted value written `x` (a name, a
+    value or a list of names: whichever the statement has there, it still parses)."""
+    found, parts = [], set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        if isinstance(node, ast.JoinedStr):
+            parts.update(id(v) for v in node.values)
+            text = "".join(str(v.value) if isinstance(v, ast.Constant) else "x" for v in node.values)
+            found.append((node.lineno, text))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in parts:
             found.append((node.lineno, node.value))
-        elif isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
-            found.append((node.lineno, str(node.values[0].value)))
     return found
 
 
@@ -117,12 +121,32 @@ def test_every_writing_statement_in_the_code_names_the_table_it_writes() -> None
         for line, text in _string_constants(ast.parse(path.read_text(encoding="utf-8"))):
             if not WRITE_WORDS.match(text) or " " not in text.strip():
                 continue
-            if re.match(r"^\s*(CREATE|DROP|ALTER)\s", text, re.I) and written_table(text) == EVERY_TABLE:
+            if re.match(r"^\s*(CREATE|DROP|ALTER)\s", text, re.I) and written_tables(text) == {EVERY_TABLE}:
                 continue
             if not SQL_WRITE.match(text):
                 continue  # prose that starts with such a word (a docstring, a message), not SQL
             n_writes += 1
-            table = written_table(text)
-            if table is None or table == EVERY_TABLE:
+            tables = written_tables(text)
+            if not tables or EVERY_TABLE in tables:
                 unrecognised.append(f"{path.relative_to(ROOT)}:{line}: {text[:60]!r}")
     assert n_writes > 40 and not unrecognised, unrecognised
+
+
+@pytest.mark.parametrize(
+    ("sql", "tables"),
+    [
+        ("/* note */ INSERT INTO notes (body) VALUES (?)", {"notes"}),
+        ("-- why\nUPDATE attempts SET status = ?", {"attempts"}),
+        ("WITH gone AS (SELECT 1 AS id) DELETE FROM claims WHERE claim_id IN (SELECT id FROM gone)", {"claims"}),
+        ('INSERT OR REPLACE INTO main."Jobs" (job_id) VALUES (?)', {"jobs"}),
+        ("INSERT INTO events VALUES (1); DELETE FROM notes", {"events", "notes"}),
+        ("SELECT * FROM attempts", set()),
+        ("CHECKPOINT", set()),
+        ("ALTER TABLE attempts ADD COLUMN x INT", {EVERY_TABLE}),
+        ("COPY attempts FROM 'rows.csv'", {EVERY_TABLE}),
+        ("UPDATE attempts SET", {EVERY_TABLE}),  # unparseable: DuckDB refuses it too, and nothing is trusted
+    ],
+)
+def test_the_tables_a_statement_writes_come_from_duckdbs_parser(sql: str, tables: set[str]) -> None:
+    # A regex on the text's start missed a write behind a comment or a WITH (stale cached answers).
+    assert written_tables(sql) == tables
