@@ -118,13 +118,16 @@ def plateaus(view: RunView) -> list[Heartbeat]:
             continue
         streak = view.non_improving_streak(lane_id, agent_id=agent_id)
         for block in range(1, len(streak) // k + 1):
+            key = f"plateau:{agent_id}:{lane_id}:{streak[0]}:{block}"
+            if view.sent(agent_id, key):
+                continue  # a prompt is built only for a block not yet sent (a long streak has hundreds)
             tried = ", ".join(streak[(block - 1) * k : block * k])
             prompt = (
                 f"Plateau on lane {lane_id}: your last {k} reviewed real attempts ({tried}) did not improve it. "
                 f"{_public(view)} {_own_summary(view, agent_id)} Before going on, {FOCUS}. Consider a different "
                 "approach or another open lane (list_lanes)."
             )
-            beats.append(Heartbeat(agent_id, "plateau", f"plateau:{agent_id}:{lane_id}:{streak[0]}:{block}", prompt))
+            beats.append(Heartbeat(agent_id, "plateau", key, prompt))
     return beats
 
 
