@@ -25,7 +25,7 @@ from server.protocol import INSTRUCTIONS
 from server.report.dashboard import add_dashboard_route
 from server.response_mode import route_by_progress
 from server.settings import Settings
-from server.tool_manifest import load as load_manifest
+from server.tool_entries import load as load_manifest
 from server.toolkit import RoleListedServer, build_tool
 from server.workspace import Workspace
 

@@ -39,7 +39,7 @@ from server.context import Services, ToolContext
 from server.errors import MESSAGE_CHARS, AmidError, Conflict, Forbidden, cut, shown
 from server.ledger import Identity, Role
 from server.ledger.idempotency import Receipt
-from server.tool_manifest import ToolEntry
+from server.tool_entries import ToolEntry
 from server.validation import validate_arguments
 
 log = logging.getLogger("amid.tools")
