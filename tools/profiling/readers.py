@@ -15,63 +15,21 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from server.errors import DataUnreadable
+from tools.profiling import readers_2d, readers_itk
+from tools.profiling.image_header import ImageHeader, ZRange, orientation_code
 
-ZRange = tuple[int, int]
+__all__ = ["ImageHeader", "ZRange", "file_kind", "orientation_code", "read_array", "read_header"]
+
 ITK_SUFFIXES = {".nrrd": "nrrd", ".nhdr": "nrrd", ".mha": "metaimage", ".mhd": "metaimage", ".dcm": "dicom"}
 NATURAL_SUFFIXES = {".png": "png", ".jpg": "jpeg", ".jpeg": "jpeg", ".bmp": "bmp"}
 # Bytes a gzip stream may hold beyond header and voxels (extensions, padding) and still count as whole.
 GZIP_TRAILING_SLACK = 1 << 20
-
-
-@dataclass(frozen=True, kw_only=True)
-class ImageHeader:
-    """Geometry and storage of one image, read from its header.
-
-    A plain dataclass, not a pydantic model: profile workers build and return thousands of these,
-    and a worker that imports no pydantic starts a fifth of a second sooner. Sequences are
-    normalised on construction (tuples of Python numbers, the affine as nested lists of floats).
-    """
-
-    path: str
-    file_type: str
-    shape: tuple[int, ...]
-    n_channels: int = 1
-    dtype: str
-    spacing: tuple[float, ...]
-    spacing_unit: Literal["mm", "pixel"] = "mm"
-    affine: list[list[float]] | None = None
-    orientation: str | None = None
-    is_rgb: bool = False
-    is_tiled: bool = False
-    n_levels: int = 1
-    size_bytes: int = 0
-    meta: dict[str, str] = field(default_factory=dict)
-    # What the reader found wrong with the file's geometry, as (code, severity, message): a broken
-    # DICOM series is still read, and the profile reports these as issues of the case.
-    problems: tuple[tuple[str, str, str], ...] = ()
-
-    def __post_init__(self) -> None:
-        set_field = object.__setattr__  # frozen: normalise once, here
-        set_field(self, "shape", tuple(int(s) for s in self.shape))
-        set_field(self, "spacing", tuple(float(s) for s in self.spacing))
-        if self.affine is not None:
-            set_field(self, "affine", [[float(v) for v in row] for row in self.affine])
-
-    @property
-    def spatial_dims(self) -> int:
-        """3 for a volume with more than one slice, else 2."""
-        return 3 if len(self.shape) >= 3 and sorted(self.shape)[0] > 1 else 2
-
-    @property
-    def n_voxels(self) -> int:
-        return int(np.prod(self.shape))
 
 
 def file_kind(path: str, is_dir: bool | None = None) -> str:
@@ -106,8 +64,6 @@ def read_header(path: str) -> ImageHeader:
     with _unreadable(path, "header"):
         if kind == "nifti":
             return _nifti_header(path)
-        from tools.profiling import readers_2d, readers_itk
-
         if kind in ("nrrd", "metaimage", "dicom"):
             return readers_itk.itk_header(path, kind)
         if kind == "dicom_series":
@@ -131,8 +87,6 @@ def read_array(
     with _unreadable(path, "voxels"):
         if header.file_type == "nifti":
             return _nifti_array(path, header, z_range), header
-        from tools.profiling import readers_2d, readers_itk
-
         if header.file_type in ("nrrd", "metaimage", "dicom"):
             return readers_itk.itk_array(path, header, z_range), header
         if header.file_type == "dicom_series":
@@ -141,12 +95,6 @@ def read_array(
         if header.file_type == "tiff":
             return readers_2d.tiff_array(path, header)
         return readers_2d.natural_array(path), header
-
-
-def orientation_code(affine: np.ndarray) -> str:
-    from tools.profiling.nifti_header import axis_codes
-
-    return axis_codes(affine)
 
 
 def _plain_dtype(dtype: Any) -> str:
@@ -227,10 +175,8 @@ def _nifti_array(path: str, header: ImageHeader, z_range: ZRange | None) -> np.n
     image: Any = nib.load(path)
     integers = np.dtype(header.dtype).kind in "iub"
     if header.n_channels == 1 and integers and _nifti_is_complete(path, image):
-        from tools.profiling.readers_itk import itk_array
-
         try:
-            return itk_array(path, header, z_range)
+            return readers_itk.itk_array(path, header, z_range)
         except RuntimeError:
             pass  # e.g. a sheared affine, which ITK rejects and nibabel reads
     proxy = image.dataobj

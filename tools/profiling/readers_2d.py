@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from server.errors import DataUnreadable
-from tools.profiling.readers import ImageHeader
+from tools.profiling.image_header import ImageHeader
 
 # Largest pixel count decoded at once (about 200 MB as RGB); larger TIFFs are read from the largest
 # pyramid level under it, so one whole-slide image cannot exhaust a worker's memory.

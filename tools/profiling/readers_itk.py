@@ -13,7 +13,7 @@ from dataclasses import replace
 import numpy as np
 
 from tools.profiling.dicom_series import choose_series, series_problems, slice_geometry
-from tools.profiling.readers import ImageHeader, ZRange, orientation_code
+from tools.profiling.image_header import ImageHeader, ZRange, orientation_code
 
 DICOM_TAGS = {"0008|0060": "modality", "0008|0070": "manufacturer"}
 
