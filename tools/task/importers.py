@@ -8,33 +8,27 @@ copying into a fresh workspace. Every error names the file and the field.
 from __future__ import annotations
 
 import csv
-import json
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from server.errors import InvalidInput
+from tools.task.challenge_files import (
+    ImportedTask,
+    _description,
+    _directions,
+    _read_json,
+    _read_yaml,
+    _require,
+)
 from tools.task.contract import TaskContract, parse_contract
+from tools.task.rexmle import import_challenge
 
 DEFAULT_CONVENTIONS: dict[str, dict[str, Any]] = {
     "dice": {"empty_both": 1.0},
     "hd95": {"empty_both": 0.0, "empty_one": "cap", "cap_mm": 100.0, "symmetric": True},
 }
 MRI_CHANNELS = {"mri", "mr", "t1", "t1w", "t1c", "t2", "t2w", "flair", "adc", "dwi", "ce-t1"}
-
-
-@dataclass
-class ImportedTask:
-    contract: TaskContract
-    public_copies: list[tuple[Path, str]] = field(default_factory=list)  # source → path under task/
-    private_copies: list[tuple[Path, str]] = field(default_factory=list)  # source → path under private/
-    description: str = ""
-    # Where it came from ("task": the file or folder given, "data": a benchmark's data folder). These
-    # hold what the public view leaves out, so `amid init` keeps them beside the server's files only.
-    origin: dict[str, str] = field(default_factory=dict)
 
 
 def import_task(source: Path, data_dir: Path | None = None, primary_metric: str | None = None) -> ImportedTask:
@@ -52,8 +46,6 @@ def import_task(source: Path, data_dir: Path | None = None, primary_metric: str 
         answers = str(((config.get("dataset") or {}) if isinstance(config, dict) else {}).get("answers") or "")
         own_layout = isinstance(config, dict) and (config.get("metadata") or {}).get("layout")
         if isinstance(config, dict) and not own_layout and not (answers and (source / answers).is_file()):
-            from tools.task.rexmle import import_challenge
-
             return import_challenge(source, data_dir, primary_metric)
         return import_rex_mle(source)
     if (source / "dataset.json").is_file():
@@ -65,26 +57,6 @@ def import_task(source: Path, data_dir: Path | None = None, primary_metric: str 
         f"TASK: {source} holds no task.yaml, config.yaml (ReX-MLE) or dataset.json (nnU-Net raw)",
         field="TASK",
     )
-
-
-def _read_yaml(path: Path) -> Any:
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise InvalidInput(f"{path.name}: not valid YAML ({exc})") from None
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(f"{path.name}: not valid JSON ({exc})") from None
-
-
-def _require(mapping: Any, key: str, file: str, where: str = "") -> Any:
-    if not isinstance(mapping, dict) or key not in mapping or mapping[key] in (None, ""):
-        raise InvalidInput(f"{file}: field {where}{key} is missing", field=f"{where}{key}")
-    return mapping[key]
 
 
 def import_native(path: Path) -> ImportedTask:
@@ -108,21 +80,6 @@ def _layout_paths(contract: TaskContract) -> list[str]:
     paths = [layout.train_images, layout.train_labels, layout.test_images, layout.labels_table]
     paths += [layout.groups_table, contract.submission.sample_submission]
     return [p for p in dict.fromkeys(paths) if p]
-
-
-def _directions(folder: Path) -> dict[str, str]:
-    path = folder / "metric_config.json"
-    if not path.is_file():
-        raise InvalidInput(f"metric_config.json: missing in {folder.name}; it must give metric_directions")
-    directions = _require(_read_json(path), "metric_directions", "metric_config.json")
-    for name, direction in directions.items():
-        if direction not in ("higher_better", "lower_better"):
-            raise InvalidInput(
-                f"metric_config.json: field metric_directions.{name} is {direction!r}; "
-                "expected higher_better or lower_better",
-                field=f"metric_directions.{name}",
-            )
-    return dict(directions)
 
 
 def _detect_layout(folder: Path) -> dict[str, Any]:
@@ -189,16 +146,6 @@ def import_rex_mle(folder: Path) -> ImportedTask:
         private.append((folder / Path(contract.grader.file).name, contract.grader.file))
     public = [(folder / "public", "public")]
     return ImportedTask(contract, public, private, contract.description, {"task": str(folder)})
-
-
-def _description(folder: Path, config: dict[str, Any]) -> str:
-    """The description file: named by config.yaml (relative to the folder, or a repository path
-    ending in the folder's own file, as MLE-bench writes it), else description.md."""
-    name = str(config.get("description") or "description.md")
-    for path in (folder / name, folder / Path(name).name, folder / "description.md"):
-        if path.is_file() and path.suffix in (".md", ".txt"):
-            return path.read_text(encoding="utf-8")
-    return ""
 
 
 def _grader(grader: dict[str, Any], folder: Path) -> dict[str, str] | None:

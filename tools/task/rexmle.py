@@ -18,8 +18,8 @@ from typing import Any
 from server.errors import InvalidInput
 from tools.task.answers_layout import InferredLayout, ending_of, infer, read_rows
 from tools.task.cases import template_folder
+from tools.task.challenge_files import ImportedTask, _description, _directions, _read_yaml, _require
 from tools.task.contract import TaskContract, parse_contract
-from tools.task.importers import ImportedTask, _description, _directions, _read_yaml, _require
 
 GENERIC_COMPETITION_TYPES = ("simple", "code")
 TASK_TYPES = {
