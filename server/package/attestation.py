@@ -20,6 +20,7 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from server.package.checks import PackageCheck, failed, passed, same_numbers
 from server.package.layout import ATTESTATION, MANIFEST, PACKAGE_KEY, UNLISTED, cached_entry, tree_files
 from server.package.signing import (
     PAYLOAD_TYPE,
@@ -30,7 +31,6 @@ from server.package.signing import (
     load_public,
     pae,
 )
-from server.package.verify import PackageCheck, failed, passed, same_numbers
 
 FINGERPRINT = re.compile(r"(?:sha256:)?([0-9a-f]{64})")
 

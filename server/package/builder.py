@@ -25,6 +25,7 @@ from server.errors import Conflict
 from server.ledger import Ledger
 from server.ledger.packages import Packages
 from server.package import content, readme
+from server.package.attestation import TrustedKey, signature_check, statement_check
 from server.package.environment import environment
 from server.package.evidence import PackageEvidence, gather
 from server.package.layout import (
@@ -126,8 +127,6 @@ def _keep_existing(
 
 def _signed_by(target: Path, public: Ed25519PublicKey) -> bool:
     """The package's attestation verifies with `public` and names exactly the files there."""
-    from server.package.attestation import TrustedKey, signature_check, statement_check  # it imports this module
-
     signed = signature_check(target, TrustedKey(fingerprint(public), "the run key", public)).statement
     return signed is not None and statement_check(target, signed).status == "passed"
 

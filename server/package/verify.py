@@ -13,29 +13,20 @@ code, and the task's grader on the submission.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, Field
 
+from server.package import workspace_checks
+from server.package.attestation import TrustedKey, signature_check, statement_check, workspace_key
 from server.package.builder import read_manifest
-
-if TYPE_CHECKING:
-    from server.package.attestation import TrustedKey
+from server.package.checks import PackageCheck, failed, passed, same_numbers, skipped
 from server.package.layout import MANIFEST, MANIFEST_HASH, UNLISTED, cached_entry, manifest_digest, tree_files
 from server.workspace import Workspace
 
-SCORE_TOLERANCE = 1e-9
 BYTE_CHECKS = ("files", "signed files")  # checks that compare each file's own bytes
-
-
-class PackageCheck(BaseModel):
-    name: str
-    status: str = Field(description="passed | failed | skipped")
-    detail: str
-    files: list[str] = Field(default_factory=list, description="package files the failure names")
 
 
 class VerifyReport(BaseModel):
@@ -55,18 +46,6 @@ class VerifyReport(BaseModel):
         failures = [c for c in self.checks if c.status == "failed"]
         changed = {f for c in failures if c.name in BYTE_CHECKS for f in c.files}
         return sorted(changed or {f for c in failures for f in c.files})
-
-
-def passed(name: str, detail: str) -> PackageCheck:
-    return PackageCheck(name=name, status="passed", detail=detail)
-
-
-def failed(name: str, detail: str, files: list[str]) -> PackageCheck:
-    return PackageCheck(name=name, status="failed", detail=detail, files=files)
-
-
-def skipped(name: str, detail: str) -> PackageCheck:
-    return PackageCheck(name=name, status="skipped", detail=detail)
 
 
 def verify_package(
@@ -93,8 +72,6 @@ def verify_package(
         why = "needs -w WORKSPACE (the ledger, the labels and the private answers)"
         checks += [skipped(name, why) for name in ("ledger", "code", "re-score", "grader")]
     else:
-        from server.package import workspace_checks
-
         record = ledger_record(str(manifest.get("attempt_id"))) if ledger_record else {}
         checks += workspace_checks.run(package_dir, manifest, workspace, record)
     return VerifyReport(
@@ -105,8 +82,6 @@ def verify_package(
 def _signature_checks(
     package_dir: Path, workspace: Workspace | None, trusted: TrustedKey | None, hashes: dict[str, dict[str, Any]]
 ) -> tuple[list[PackageCheck], bool]:
-    from server.package.attestation import signature_check, statement_check, workspace_key
-
     if trusted is None and workspace is not None:
         trusted = workspace_key(workspace.control_dir)
         if trusted is None:
@@ -178,21 +153,6 @@ def _review_disagrees(package_dir: Path, manifest: dict[str, Any]) -> list[str]:
     if not isinstance(review, dict) or any(review.get(r) != manifest.get(m) for r, m in keys):
         return ["review.json"]
     return []
-
-
-def same_numbers(left: dict[str, Any], right: dict[str, Any]) -> bool:
-    if set(left) != set(right):
-        return False
-    return all(_close(left[k], right[k]) for k in left)
-
-
-def _close(a: Any, b: Any) -> bool:
-    if a is None or b is None:
-        return a is None and b is None
-    a, b = float(a), float(b)
-    if math.isnan(a) or math.isnan(b):
-        return math.isnan(a) and math.isnan(b)
-    return abs(a - b) <= SCORE_TOLERANCE * max(1.0, abs(a), abs(b))
 
 
 def _json(path: Path) -> Any:

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from server.package.checks import PackageCheck, failed, passed, same_numbers
 from server.package.layout import MANIFEST, manifest_digest
-from server.package.verify import PackageCheck, failed, passed, same_numbers
 from server.workspace import Workspace
 
 
