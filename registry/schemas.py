@@ -47,7 +47,7 @@ Domain = Literal[
 Access = Literal["open", "gated", "on_request"]
 ModelKind = Literal["model", "bundle", "toolkit"]
 
-# The data-profile predicates of DESIGN §8; the planner computes them, templates refer to them.
+# The data-profile predicates of docs/ARCHITECTURE.md §8; the planner computes them, templates refer to them.
 Predicate = Literal[
     "dims_2d",
     "dims_3d",
@@ -212,7 +212,7 @@ class LabelAdapterEntry(_Frozen):
 LabelAdapterTable = RootModel[dict[Slug, dict[Text, LabelAdapterEntry]]]
 
 
-# --- worker backends: how one headless coding-agent CLI is started, resumed and read (DESIGN §9) ---
+# --- worker backends: how one headless coding-agent CLI is started, resumed and read (docs/ARCHITECTURE.md §9) ---
 
 Placeholder = Annotated[str, StringConstraints(min_length=1)]
 

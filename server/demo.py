@@ -164,7 +164,7 @@ def run_demo(root: Path | None = None) -> Workspace:
     challenge = make_demo_task(root / "challenge")
     console.print(f"demo task generated at {challenge}")
     imported = import_task(challenge)
-    # DESIGN §5: the server-held holdout is on for the demo (20 % of the patients, grouped, seeded).
+    # docs/ARCHITECTURE.md §5: the server-held holdout is on for the demo (20 % of the patients, grouped, seeded).
     imported.contract = with_holdout_fraction(imported.contract, DEMO_HOLDOUT_FRACTION)
     workspace = init_workspace(imported, root / "workspace")
     console.print(f"workspace created at {workspace.root}")

@@ -1,4 +1,4 @@
-"""The server-held holdout at `amid init` (DESIGN §5): a seeded fraction of the training groups
+"""The server-held holdout at `amid init` (docs/ARCHITECTURE.md §5): a seeded fraction of the training groups
 (patients, sites; a case is its own group when the task has none) moves, images and labels, into
 `private/holdout/`, and no public file keeps a trace of it.
 

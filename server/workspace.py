@@ -1,4 +1,4 @@
-"""The run's workspace (DESIGN §4): layout, creation by `amid init`, and the server marker.
+"""The run's workspace (docs/ARCHITECTURE.md §4): layout, creation by `amid init`, and the server marker.
 
 Creation is all-or-nothing: everything is built in a sibling temporary folder and renamed into
 place at the end, so a failed import leaves nothing behind.

@@ -40,7 +40,7 @@ class ArtifactPaths(BaseModel):
     training_manifest: str | None = Field(default=None, description='JSON {"folds": {"0": [case ids trained on]}}')
 
 
-BUDGET_CLASSES = ("real", "tune", "smoke")  # DESIGN §9: only real counts for coverage, plateau and promotion
+BUDGET_CLASSES = ("real", "tune", "smoke")  # only real counts for coverage, plateau and promotion (server/finality.py)
 LIMITS = {"commit": 100, "budget_class": 32, "summary": 500, "idempotency_key": 128}
 
 

@@ -1,4 +1,4 @@
-"""Supervisor decisions (DESIGN §9): move the stage, set a lane's state, re-audit the evidence,
+"""Supervisor decisions (docs/ARCHITECTURE.md §9): move the stage, set a lane's state, re-audit the evidence,
 record the final attempt. Each carries its reason into the ledger; each is safe to repeat.
 """
 

@@ -1,4 +1,4 @@
-"""assign_role: the supervisor records an agent's exploitation role (DESIGN §9) as a ledger row."""
+"""assign_role: the supervisor records an agent's exploitation role (docs/ARCHITECTURE.md §9) as a ledger row."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""run_evidence: everything the supervisor decides on, in one read (DESIGN §9).
+"""run_evidence: everything the supervisor decides on, in one read (docs/ARCHITECTURE.md §9).
 
 The supervisor is a separate process that never opens the ledger: it builds its whole view from this
 tool at start, so a killed and restarted supervisor decides from the same state as the one before it.

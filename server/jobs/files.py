@@ -36,7 +36,7 @@ WRAPPER_LOG = "wrapper.log"
 
 
 def utc_now() -> str:
-    """Timestamps are UTC ISO 8601 with microseconds, so they sort and cross hosts (DESIGN §14)."""
+    """Timestamps are UTC ISO 8601 with microseconds, so they sort and cross hosts (docs/ARCHITECTURE.md §14)."""
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 

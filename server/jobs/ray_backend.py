@@ -1,7 +1,7 @@
 """Run jobs on a Ray cluster through Ray's own Jobs API (JobSubmissionClient).
 
 The entrypoint runs the job's argv in its `cwd`, which must be on a filesystem the cluster shares
-(DESIGN §14). GPUs and CPUs are requested as Ray entrypoint resources, so Ray places the job and
+(docs/ARCHITECTURE.md §14). GPUs and CPUs are requested as Ray entrypoint resources, so Ray places the job and
 sets CUDA_VISIBLE_DEVICES. The Ray submission id is the AMID job id: after a server restart the
 job is found again by its own name, and a second submission under that id is refused by Ray.
 Ray does not limit wall-clock time, so the scheduler stops overdue jobs (`stop_job`). Ray merges

@@ -1,7 +1,7 @@
 """Run jobs on a Slurm cluster with its own commands: sbatch, scontrol / sacct, scancel.
 
 Each job becomes a generated batch script in its folder (on the filesystem the cluster shares,
-DESIGN §14), submitted with `--no-requeue` so Slurm never runs it a second time. Slurm writes
+docs/ARCHITECTURE.md §14), submitted with `--no-requeue` so Slurm never runs it a second time. Slurm writes
 stdout.log and stderr.log itself (--output/--error). Status comes from `scontrol show job` while
 the controller remembers the job, then from `sacct` where accounting exists, and last from the
 exit record the script writes when the command ends. The scheduler stops jobs at their time

@@ -148,7 +148,7 @@ def ledger_row(state: JobState, workspace: Path) -> dict[str, Any]:
 
 
 def workspace_relative(path: Path, workspace: Path) -> str:
-    """`path` relative to the workspace when it lies inside it, else unchanged (DESIGN §14)."""
+    """`path` relative to the workspace when it lies inside it, else unchanged (docs/ARCHITECTURE.md §14)."""
     try:
         return path.resolve().relative_to(workspace.resolve()).as_posix()
     except ValueError:

@@ -1,4 +1,4 @@
-"""Attempts, their frozen artifacts and their declared scores (DESIGN §7).
+"""Attempts, their frozen artifacts and their declared scores (docs/ARCHITECTURE.md §7).
 
 An attempt is recorded in one transaction with every artifact row and every declared (`agent`)
 metric row, so a failed submission leaves nothing behind. Reviewer rows are written by

@@ -1,4 +1,4 @@
-"""Re-audits of accepted attempts (DESIGN §7) and the revocations they cause.
+"""Re-audits of accepted attempts (docs/ARCHITECTURE.md §7) and the revocations they cause.
 
 An audit is recorded in one transaction: the audit row, every check it ran (passed or not) and,
 for each attempt whose evidence failed, `accepted → revoked` — only if the attempt is still

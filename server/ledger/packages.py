@@ -1,4 +1,4 @@
-"""The final package's ledger rows (DESIGN §12): each build with its manifest hash, and the final
+"""The final package's ledger rows (docs/ARCHITECTURE.md §12): each build with its manifest hash, and the final
 choice a forced re-finalization replaces (the old choice stays in the events log)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Reviews, their check results and the reviewer's verified metric rows (DESIGN §7).
+"""Reviews, their check results and the reviewer's verified metric rows (docs/ARCHITECTURE.md §7).
 
 Review statuses: queued → running → done | failed. A done review's verdict moves its attempt from
 `in_review` to `accepted` or `rejected` in the same transaction that records every check and

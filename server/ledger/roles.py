@@ -1,4 +1,4 @@
-"""Exploitation roles (DESIGN §9): the supervisor's assignment of a role to each agent per stage."""
+"""Exploitation roles (docs/ARCHITECTURE.md §9): the supervisor's assignment of a role to each agent per stage."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The supervisor's ledger state (DESIGN §9): stages, lane decisions, idempotent heartbeats, the
+"""The supervisor's ledger state (docs/ARCHITECTURE.md §9): stages, lane decisions, idempotent heartbeats, the
 final choice, and the evidence the supervisor decides on.
 
 Every decision is one transaction that checks the state it starts from, so a supervisor killed and

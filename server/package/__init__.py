@@ -1,4 +1,4 @@
-"""The final model package (DESIGN §12): `package/` built from the final attempt, and its check.
+"""The final model package (docs/ARCHITECTURE.md §12): `package/` built from the final attempt, and its check.
 
     builder.py           builds package/ in a temporary folder, renamed into place; ledger record
     evidence.py          what it is built from (ledger rows); who may be final; the best eligible

@@ -1,4 +1,4 @@
-"""Builds `package/` from one attempt that may be final (DESIGN §12).
+"""Builds `package/` from one attempt that may be final (docs/ARCHITECTURE.md §12).
 
 Everything is written into a temporary sibling folder, hashed into `manifest.json`, and renamed
 into place, so `package/` is always a whole package or none. A second build of the same attempt

@@ -1,4 +1,4 @@
-"""The independent reviewer (DESIGN §7): a pool in the server that re-scores every attempt from its
+"""The independent reviewer (docs/ARCHITECTURE.md §7): a pool in the server that re-scores every attempt from its
 frozen evidence and decides accepted / rejected, with a check code, message and evidence for each rule.
 
 The pool lives in `Services.reviewer`; `reviewer(services)` builds and starts it on

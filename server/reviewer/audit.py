@@ -1,4 +1,4 @@
-"""Re-audit (DESIGN §7): re-hash the frozen files and check the stored commit of every accepted
+"""Re-audit (docs/ARCHITECTURE.md §7): re-hash the frozen files and check the stored commit of every accepted
 attempt; an attempt whose evidence changed or vanished since its verdict becomes `revoked`, with
 ARTIFACT_CHANGED / ARTIFACT_MISSING / COMMIT_UNKNOWN and their evidence recorded.
 

@@ -1,6 +1,6 @@
 """What a review produces: checks (code, message, evidence), verified metrics, baselines, verdict.
 
-The check codes are stable strings (DESIGN §7). Every check is recorded, passed or not, so a human
+The check codes are stable strings (docs/ARCHITECTURE.md §7). Every check is recorded, passed or not, so a human
 can see what was verified; a failed `error` check rejects the attempt, a failed `warning` does not.
 """
 

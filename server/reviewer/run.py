@@ -1,6 +1,6 @@
 """One review, from frozen evidence to report: runs inside a review process, never in the server.
 
-`review(job)` computes every check of DESIGN §7 and the verified metrics; `worker_main` is the loop
+`review(job)` computes every check of docs/ARCHITECTURE.md §7 and the verified metrics; `worker_main` is the loop
 of a review process and `run_job` one review in it: progress goes to `reviews/<id>.progress.json`,
 the full report to `reviews/<id>.json` (atomically), or the error to `reviews/<id>.error.txt`.
 """

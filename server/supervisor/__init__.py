@@ -1,4 +1,4 @@
-"""The supervisor (`amid supervise`, DESIGN §9): a separate process, an MCP client of the server with a
+"""The supervisor (`amid supervise`, docs/ARCHITECTURE.md §9): a separate process, an MCP client of the server with a
 supervisor token, that moves the stages, promotes lanes, sends heartbeats and finalizes the run.
 
     state.py       the run as `run_evidence` shows it, and what counts

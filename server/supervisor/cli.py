@@ -137,7 +137,7 @@ def supervise_command(
     workspace: Path | None, server: str | None, token: str | None, poll_s: float, until_done: bool,
     max_s: float | None, n_workers: int, backend: str, worker_env: tuple[str, ...], **worker_flags: Any,
 ) -> None:  # fmt: skip
-    """Supervise a run: stages, promotion, heartbeats, finalization (DESIGN §9); with --workers N,
+    """Supervise a run: stages, promotion, heartbeats, finalization (docs/ARCHITECTURE.md §9); with --workers N,
     start and manage N headless workers of a backend (claude-code, codex, opencode, scripted …),
     each in a bubblewrap sandbox (refused without one unless --sandbox none)."""
     env = _worker_env(worker_env)

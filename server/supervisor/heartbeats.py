@@ -1,4 +1,4 @@
-"""Heartbeats (DESIGN §9): prompts, each keyed by its cause so it is sent once per agent and cause,
+"""Heartbeats (docs/ARCHITECTURE.md §9): prompts, each keyed by its cause so it is sent once per agent and cause,
 however often the supervisor (or a restarted one) decides it again.
 
 - reflection:<review_id>          after a verdict on the agent's attempt
@@ -27,7 +27,7 @@ FOCUS = (
 
 @dataclass(frozen=True)
 class RoleAssignment:
-    """An agent's role in a stage (DESIGN §9 exploitation roles), recorded with `assign_role`."""
+    """An agent's role in a stage (docs/ARCHITECTURE.md §9 exploitation roles), recorded with `assign_role`."""
 
     agent_id: str
     stage: str

@@ -1,4 +1,4 @@
-"""When a stage ends (DESIGN §9), as pure functions of the run's view.
+"""When a stage ends (docs/ARCHITECTURE.md §9), as pure functions of the run's view.
 
 - exploration → exploitation: every primary lane is covered (≥ coverage_attempts counted attempts)
   and plateaued, or waived; or exploration_fraction of the wall-clock budget is spent. Either way

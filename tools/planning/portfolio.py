@@ -1,4 +1,5 @@
-"""The lane portfolio: instantiated lanes with every DESIGN §8 field, and the ideas left out, with reasons."""
+"""The lane portfolio: instantiated lanes with every field of docs/ARCHITECTURE.md §8, and the ideas left out,
+with reasons."""
 
 from __future__ import annotations
 

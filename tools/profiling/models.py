@@ -79,7 +79,7 @@ class ProfileIssue(BaseModel):
 
 
 class Predicate(BaseModel):
-    """A planning fact (DESIGN §8) and the profile values that decided it."""
+    """A planning fact (docs/ARCHITECTURE.md §8) and the profile values that decided it."""
 
     model_config = ConfigDict(frozen=True)
 

@@ -1,4 +1,4 @@
-"""Planning predicates (DESIGN §8): named facts about the data, each with the values that decided it."""
+"""Planning predicates (docs/ARCHITECTURE.md §8): named facts about the data, each with the values that decided it."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""The task contract (DESIGN §5): what the run optimises, on which data, judged how.
+"""The task contract (docs/ARCHITECTURE.md §5): what the run optimises, on which data, judged how.
 
 The contract is frozen after `amid init`: it is written once to `task/contract.yaml`, hashed, and
 a change means a new run. Paths inside it are relative to the workspace's `task/` folder so the
-workspace can move between hosts (DESIGN §14).
+workspace can move between hosts (docs/ARCHITECTURE.md §14).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
--- AMID ledger, version 1. Timestamps are UTC; paths are workspace-relative (DESIGN §14).
+-- AMID ledger, version 1. Timestamps are UTC; paths are workspace-relative (docs/ARCHITECTURE.md §14).
 
 CREATE TABLE run_state (
     key        VARCHAR PRIMARY KEY,

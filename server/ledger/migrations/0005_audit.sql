@@ -1,4 +1,4 @@
--- Re-audit (DESIGN §7): an accepted attempt whose frozen evidence or stored commit later fails the
+-- Re-audit (docs/ARCHITECTURE.md §7): an accepted attempt whose frozen evidence or stored commit later fails the
 -- audit becomes `revoked`; every audit and every check it ran are kept.
 
 -- DuckDB can neither drop nor add a CHECK constraint, so the status column is swapped for one of

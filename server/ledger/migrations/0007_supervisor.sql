@@ -1,4 +1,4 @@
--- The supervisor (DESIGN §9): stage transitions, lane decisions, idempotent heartbeats and the final
+-- The supervisor (docs/ARCHITECTURE.md §9): stage transitions, lane decisions, idempotent heartbeats and the final
 -- choice, each with the reason it was made. The current stage stays in run_state('stage'); every
 -- change of it is a row here, written in the same transaction.
 

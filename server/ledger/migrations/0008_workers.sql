@@ -1,4 +1,4 @@
--- Managed workers (DESIGN §9 Lifecycle): the current state of each worker the supervisor runs, and every
+-- Managed workers (docs/ARCHITECTURE.md §9 Lifecycle): the current state of each worker the supervisor runs, and every
 -- transition (started, exited with its class, stalled, paused, resumed, delivered, retired) with its detail.
 
 CREATE TABLE workers (

@@ -1,4 +1,4 @@
--- Views for what researchers ask of a run (DESIGN §11; README "Querying the ledger"). Read-only; each
+-- Views for what researchers ask of a run (docs/ARCHITECTURE.md §11; README "Querying the ledger"). Read-only; each
 -- reads only ledger tables, so `amid export` writes each as Parquet and the report plots them.
 
 -- The primary metric and its direction, as `amid init` recorded them from the contract; sign turns

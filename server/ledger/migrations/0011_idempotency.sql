@@ -1,4 +1,4 @@
--- Idempotency keys of the write tools (DESIGN §13): a call repeated with the same key by the same agent gets the
+-- Idempotency keys of the write tools (docs/ARCHITECTURE.md §13): a call repeated with the same key by the same agent gets the
 -- first call's result back (`created: false`) when its arguments are the same, and CONFLICT when they differ.
 -- Kept in the ledger, so a client retrying after a server restart is answered the same way.
 

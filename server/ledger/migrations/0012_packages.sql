@@ -1,4 +1,4 @@
--- The final model package (DESIGN §12): every build of package/ with the sha256 of its manifest.json,
+-- The final model package (docs/ARCHITECTURE.md §12): every build of package/ with the sha256 of its manifest.json,
 -- so `amid verify-package -w` can tell a package whose files AND manifest were edited from the one
 -- the server built. The final choice shows the hash of its package's latest build.
 CREATE SEQUENCE package_seq START 1;

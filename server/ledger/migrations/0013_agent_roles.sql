@@ -1,4 +1,4 @@
--- Exploitation roles (DESIGN §9): what the supervisor asked each agent to do in a stage — optimizer,
+-- Exploitation roles (docs/ARCHITECTURE.md §9): what the supervisor asked each agent to do in a stage — optimizer,
 -- challenger, repair, support (exploitation) or finalizer (finalization) — with the lane and the
 -- reason. A new row only when the role or lane changes; the latest row per agent is its role now.
 

@@ -1,4 +1,4 @@
-"""Managed workers (DESIGN §9 Lifecycle, Delivery, Isolation): headless agent CLIs the supervisor starts in
+"""Managed workers (docs/ARCHITECTURE.md §9): headless agent CLIs the supervisor starts in
 their worktrees, watches, interrupts and resumes with heartbeat prompts, and retires.
 
     backend.py   a backend's data made concrete: argv, config files, session ids, exit classes (pure)

@@ -154,7 +154,7 @@ def classify_exit(
     resumed: str | None,
     reported: str | None,
 ) -> ExitClass:
-    """Why a worker's CLI ended (DESIGN §9 exit classes). Usage limits are never crashes; a resume that
+    """Why a worker's CLI ended (docs/ARCHITECTURE.md §9 exit classes). Usage limits are never crashes; a resume that
     came back under another session id (Codex with an unknown id starts afresh) is a session error."""
     if any(re.search(p, output_tail, re.IGNORECASE) for p in backend.usage_limit_patterns):
         return "usage_limit"

@@ -1,4 +1,4 @@
-"""Settings of managed workers (DESIGN §9 Lifecycle), read once by the supervisor and frozen."""
+"""Settings of managed workers (docs/ARCHITECTURE.md §9 Lifecycle), read once by the supervisor and frozen."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The metric table covers DESIGN §7, every entry computes, and `summarize` applies each NaN rule."""
+"""The metric table covers docs/ARCHITECTURE.md §7, every entry computes, and `summarize` applies each NaN rule."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Agent proposals are completed by the planner; lane files carry every DESIGN §8 field."""
+"""Agent proposals are completed by the planner; lane files carry every docs/ARCHITECTURE.md §8 field."""
 
 from __future__ import annotations
 
