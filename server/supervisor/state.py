@@ -39,13 +39,21 @@ class EvidenceSync:
 
     async def refresh(self, call: ToolCaller) -> RunView:
         while True:
-            arguments: dict[str, Any] = {"limit": self.limit}
-            if self.cursor is not None:
-                arguments["since"] = self.cursor
-            answer = EvidenceResult.model_validate(await call("run_evidence", arguments))
+            answer = EvidenceResult.model_validate(await self._read(call))
             self._merge(answer)
             if answer.complete:
                 return RunView(self._whole(answer))
+
+    async def _read(self, call: ToolCaller) -> dict[str, Any]:
+        if self.cursor is None:
+            return await call("run_evidence", {"limit": self.limit})
+        try:
+            return await call("run_evidence", {"limit": self.limit, "since": self.cursor})
+        except Exception as error:
+            if "without since" not in str(error):
+                raise
+            self.cursor = None  # the server refused the cursor (a restored ledger): read the whole window again
+            return await call("run_evidence", {"limit": self.limit})
 
     def _merge(self, answer: EvidenceResult) -> None:
         if not answer.changes_only:

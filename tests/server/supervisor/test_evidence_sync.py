@@ -113,3 +113,15 @@ def test_evidence_rows_equal_v_evidence(tuned: Make) -> None:
         mine = ours[attempt_id]
         resolved = tries[(mine["agent_id"], mine["lane_id"])] if mine["tries"] is None else mine["tries"]
         assert {**mine, "tries": resolved, "change_seq": None} == {**row, "change_seq": None}, attempt_id
+
+
+async def test_a_cursor_the_server_refuses_makes_the_copy_read_the_whole_window_again(tuned: Make) -> None:
+    services = tuned()
+    ledger, ws = services.ledger, services.workspace
+    add_lanes(ledger, {"unet": "primary"})
+    kept = reviewed(ledger, ws, "ana", "unet", [0.7])
+    async with local_client(services, "boss", "supervisor") as client:
+        sync = EvidenceSync(limit=10)
+        sync.cursor = "a999999.h0.n0"  # as from a ledger restored to an older state
+        view = await sync.refresh(lambda name, args: call(client, name, args))
+    assert [a.attempt_id for a in view.evidence.attempts] == [kept] and sync.cursor != "a999999.h0.n0"
