@@ -105,14 +105,15 @@ class OpenedNifti:
 _opened: OrderedDict[str, OpenedNifti] = OrderedDict()
 
 
-def _signature(path: str) -> tuple[int, int]:
+def file_signature(path: str) -> tuple[int, int]:
+    """Size and modification time: a file read and kept for a case is read again when these change."""
     stat = os.stat(path)
     return stat.st_size, stat.st_mtime_ns
 
 
 def opened(path: str) -> OpenedNifti:
     """The file's open state, read from disk on first use (or when it changed since)."""
-    signature = _signature(path)
+    signature = file_signature(path)
     found = _opened.get(path)
     if found is not None and found.signature == signature:
         _opened.move_to_end(path)
@@ -134,7 +135,7 @@ def forget(path: str) -> None:
 def file_sha256(path: str) -> str | None:
     """sha256 of the file's bytes when it is open here (read once for both); None otherwise."""
     found = _opened.get(path)
-    if found is None or found.signature != _signature(path):
+    if found is None or found.signature != file_signature(path):
         return None
     return found.sha256()
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from server.errors import DataUnreadable
 from tools.profiling.image_header import ImageHeader
+from tools.profiling.nifti_memory import file_signature
 
 # Largest pixel count decoded at once (about 200 MB as RGB); larger TIFFs are read from the largest
 # pyramid level under it, so one whole-slide image cannot exhaust a worker's memory.
@@ -65,16 +66,11 @@ def case_images() -> Iterator[None]:
         _case_images.clear()
 
 
-def _signature(path: str) -> tuple[int, int]:
-    stat = os.stat(path)
-    return stat.st_size, stat.st_mtime_ns
-
-
 def _opened(path: str) -> _OpenedImage:
     """The case's open image of `path`, read and opened on first use (or when the file changed)."""
     from PIL import Image
 
-    signature = _signature(path)
+    signature = file_signature(path)
     found = _case_images.get(path)
     if found is None or found.signature != signature:
         with open(path, "rb") as handle:
@@ -87,7 +83,7 @@ def _opened(path: str) -> _OpenedImage:
 def file_sha256(path: str) -> str | None:
     """sha256 of the file's bytes when it is open in this case (read once for both); None otherwise."""
     found = _case_images.get(path)
-    if found is None or found.signature != _signature(path):
+    if found is None or found.signature != file_signature(path):
         return None
     if found.digest is None:
         found.digest = hashlib.sha256(found.raw).hexdigest()
@@ -125,7 +121,7 @@ def natural_array(path: str) -> np.ndarray:
     from PIL import Image
 
     found = _case_images.get(path) if _active else None
-    if found is not None and found.signature == _signature(path):
+    if found is not None and found.signature == file_signature(path):
         del _case_images[path]  # decoded once: the pixels are the caller's now, the hash was taken
         with found.image as image:
             return _pixels(image)
