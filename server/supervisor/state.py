@@ -90,10 +90,6 @@ class EvidenceSync:
 class RunView:
     evidence: EvidenceResult
 
-    @classmethod
-    def parse(cls, raw: dict[str, object]) -> RunView:
-        return cls(EvidenceResult.model_validate(raw))
-
     @cached_property
     def _sent(self) -> frozenset[tuple[str, str]]:
         return frozenset((c.agent_id, c.cause_key) for c in self.evidence.causes_sent)
