@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import gc
 import secrets
 import signal
@@ -103,6 +104,8 @@ def serve_http(settings: Settings, announce: Callable[[str], None] | None = None
     # start-up skips serving.
     signal.signal(signal.SIGTERM, _request_stop)
     signal.signal(signal.SIGINT, _request_stop)  # not KeyboardInterrupt: click would exit 1 ("Aborted!")
+    # `kill -USR1 PID` writes every thread's stack to stderr: what a server that does not stop is waiting on.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     runtime.check_backend(settings)
     services = _open(settings)
     try:

@@ -82,6 +82,8 @@ class Server:
         try:
             code = process.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGUSR1)  # every thread's stack into serve.log: what it waited on
+            time.sleep(1.0)
             process.kill()
             code = process.wait()
         self.process = None

@@ -177,6 +177,12 @@ class KillRecord:
     exit_code: int
     inflight: dict[str, int]
     orphans: list[str]
+    stuck: str = ""  # a SIGTERM that did not stop it: serve.log's end, with every thread's stack
+
+
+def _stopped(server: Server, signal_name: str) -> tuple[int, str]:
+    code = server.stop(SIGNALS[signal_name])
+    return code, server.log_tail(12000) if signal_name == "SIGTERM" and code != 0 else ""
 
 
 async def _kill_at(server: Server, kill: Kill, acked: Ledgerless, timeout_s: float) -> tuple[KillRecord, set[int]]:
@@ -193,8 +199,8 @@ def _kill_now(server: Server, kill: Kill, reached: bool, inflight: dict[str, int
     """Kill the server; returns the record and the pids of the server and its descendants then."""
     assert server.process is not None
     old = {server.process.pid, *descendants(server.process.pid)}
-    code = server.stop(SIGNALS[kill.signal])
-    return KillRecord(kill.moment, kill.signal, reached, code, {k: v for k, v in inflight.items() if v}, []), old
+    code, stuck = _stopped(server, kill.signal)
+    return KillRecord(kill.moment, kill.signal, reached, code, {k: v for k, v in inflight.items() if v}, [], stuck), old
 
 
 def _restart(server: Server, record: KillRecord, old: set[int], settle_s: float) -> None:
@@ -209,8 +215,8 @@ def _startup_kill(server: Server, kill: Kill) -> KillRecord:
     process = server.spawn()
     server.wait_for_marker()
     old = {process.pid, *descendants(process.pid)}
-    code = server.stop(SIGNALS[kill.signal])
-    record = KillRecord(kill.moment, kill.signal, True, code, {}, [])
+    code, stuck = _stopped(server, kill.signal)
+    record = KillRecord(kill.moment, kill.signal, True, code, {}, [], stuck)
     record.orphans = [f"{p.pid} {p.cmdline[:200]}" for p in settle_leftovers(server.workspace, old, None, 30.0)]
     return record
 

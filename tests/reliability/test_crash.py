@@ -32,7 +32,8 @@ def test_every_planned_kill_happened_at_its_moment_with_both_signals(crashed: di
     assert {k["signal"] for k in kills} == {"SIGKILL", "SIGTERM"}
     assert all(k["reached"] for k in kills), [k for k in kills if not k["reached"]]
     wrong = [(k["moment"], k["signal"], k["exit_code"]) for k in kills if k["exit_code"] != EXPECTED_EXIT[k["signal"]]]
-    assert wrong == [], f"(moment, signal, exit code) of the kills that did not end as expected: {wrong}"
+    stuck = "\n\n".join(k["stuck"] for k in kills if k["stuck"])
+    assert wrong == [], f"(moment, signal, exit code) of the kills that did not end as expected: {wrong}\n{stuck}"
 
 
 def test_clients_retried_through_the_outages_and_every_write_was_answered(crashed: dict[str, Any]) -> None:
