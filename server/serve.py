@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import gc
 import secrets
@@ -9,7 +10,9 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+
+import uvicorn
 
 from server import runtime, sandbox
 from server.app import build_app, http_app
@@ -82,6 +85,19 @@ def _request_stop(signum: int, frame: object) -> None:
     _STOP.set()
 
 
+class _Uvicorn(uvicorn.Server):
+    """uvicorn's server, which also stops for a SIGTERM that came after `serve_http` last looked at
+    `_STOP` and before uvicorn put its own handlers in place: that signal reached only
+    `_request_stop`, and the server served on until a SIGKILL (the crash suite's start-up kill, once)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        with super().capture_signals():
+            if _STOP.is_set():
+                self.should_exit = True
+            yield
+
+
 def _start_subsystems(services: Services) -> None:
     """Beside the first calls rather than before them: re-attach to jobs that ran on while no server
     was up, and re-queue reviews a killed server left running (the pool's imports, scoring and
@@ -96,8 +112,6 @@ def _start_subsystems(services: Services) -> None:
 
 
 def serve_http(settings: Settings, announce: Callable[[str], None] | None = None) -> None:
-    import uvicorn
-
     # uvicorn drains in-flight calls on SIGTERM/SIGINT, then re-raises the signal to the handler it
     # found; ours only records it, so `run` returns and the `finally` below checkpoints the ledger
     # and removes the marker: a `kill` or `docker stop` is a clean stop, exit 0. A SIGTERM during
@@ -122,7 +136,7 @@ def serve_http(settings: Settings, announce: Callable[[str], None] | None = None
         if announce:
             announce(url)
         if not _STOP.is_set():
-            uvicorn.Server(config).run(sockets=[sock])
+            _Uvicorn(config).run(sockets=[sock])
         starting.join(timeout=60)  # shutdown below then closes a pool that has finished starting
     finally:
         services.ledger.db.flush()  # the calls' events first: stopping the pools can take seconds

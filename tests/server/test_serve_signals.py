@@ -62,3 +62,31 @@ def test_sigterm_during_start_up_is_a_clean_stop(workspace: Workspace, tmp_path:
         while not read_server_marker(workspace) and time.monotonic() < deadline:
             time.sleep(0.01)
         _stops_cleanly(workspace, process)
+
+
+def test_a_sigterm_just_before_uvicorn_takes_the_signals_still_stops_it() -> None:
+    """The window between `serve_http`'s last look at the stop flag and uvicorn's own handlers: a
+    SIGTERM there reached only our handler, and the server served on until it was killed."""
+    import socket
+    import threading
+
+    import uvicorn
+
+    from server import serve
+
+    async def app(scope: dict[str, object], receive: object, send: object) -> None:
+        return None
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    config = uvicorn.Config(app, log_level="warning", lifespan="off")
+    serve._STOP.set()
+    try:
+        thread = threading.Thread(target=serve._Uvicorn(config).run, kwargs={"sockets": [sock]}, daemon=True)
+        thread.start()
+        thread.join(timeout=30)
+        assert not thread.is_alive(), "uvicorn kept serving after the stop flag was set"
+    finally:
+        serve._STOP.clear()
+        sock.close()
