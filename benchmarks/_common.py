@@ -8,9 +8,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from server.workspace import Workspace, init_workspace
-from tools.task.demo_task import make_demo_task
-from tools.task.importers import import_task
+from amid.server.workspace import Workspace, init_workspace
+from amid.tools.task.demo_task import make_demo_task
+from amid.tools.task.importers import import_task
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -15,10 +15,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from server.jobs.gpu import GpuInfo, NvmlInventory
-from server.jobs.local import LocalBackend
-from server.jobs.scheduler import JobScheduler
-from server.jobs.spec import JobSpec, JobState
+from amid.server.jobs.gpu import GpuInfo, NvmlInventory
+from amid.server.jobs.local import LocalBackend
+from amid.server.jobs.scheduler import JobScheduler
+from amid.server.jobs.spec import JobSpec, JobState
 
 # The job: 8192² float32 matmuls (~0.8 GiB held), then a pause so the sampler sees the peak.
 CUDA_JOB = """

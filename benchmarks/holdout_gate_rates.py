@@ -31,9 +31,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from amid.server.reviewer.holdout_gate import ALPHA, gap_test
+from amid.server.reviewer.holdout_power import detection_power
 from benchmarks._common import write_result
-from server.reviewer.holdout_gate import ALPHA, gap_test
-from server.reviewer.holdout_power import detection_power
 
 SIZES = [(2, 2), (4, 4), (6, 4), (8, 8), (12, 12), (20, 20), (40, 20)]
 COPIES = {"1 case": lambda n: 1, "25 %": lambda n: max(1, n // 4), "50 %": lambda n: max(1, n // 2)}

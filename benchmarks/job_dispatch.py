@@ -28,12 +28,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from amid.server.jobs.backend import Backend
+from amid.server.jobs.gpu import StaticInventory
+from amid.server.jobs.local import LocalBackend
+from amid.server.jobs.scheduler import JobScheduler
+from amid.server.jobs.spec import JobSpec
 from benchmarks._common import write_result
-from server.jobs.backend import Backend
-from server.jobs.gpu import StaticInventory
-from server.jobs.local import LocalBackend
-from server.jobs.scheduler import JobScheduler
-from server.jobs.spec import JobSpec
 
 CONCURRENCY = 8
 IDLE_RUNS = 5
@@ -111,8 +111,8 @@ def run_local(workdir: Path, n_jobs: int) -> dict[str, Any]:
 
 
 def run_ray(workdir: Path, n_jobs: int) -> dict[str, Any]:
-    from server.jobs.ray_backend import RayBackend
-    from server.jobs.ray_cluster import LocalRayCluster
+    from amid.server.jobs.ray_backend import RayBackend
+    from amid.server.jobs.ray_cluster import LocalRayCluster
 
     with LocalRayCluster(num_cpus=CONCURRENCY, num_gpus=2) as cluster:
         submit, scheduler = via_scheduler(RayBackend(cluster.address, auth_token=cluster.token), workdir / "jobs", None)

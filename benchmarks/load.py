@@ -39,12 +39,12 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from amid.server.demo import start_server, stop_server
+from amid.server.ledger import Ledger
+from amid.server.ledger.attempts import NewAttempt
+from amid.server.local_client import call as admin_call
+from amid.server.workspace import Workspace
 from benchmarks._common import demo_workspace, write_result
-from server.demo import start_server, stop_server
-from server.ledger import Ledger
-from server.ledger.attempts import NewAttempt
-from server.local_client import call as admin_call
-from server.workspace import Workspace
 
 BARE_SERVER = """
 import sys

@@ -28,7 +28,7 @@ from scipy import ndimage
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tools.metrics import MetricConvention, dice, hd_from_distances, nsd_from_distances, surface_distances
+from amid.tools.metrics import MetricConvention, dice, hd_from_distances, nsd_from_distances, surface_distances
 
 SPACING = (0.8, 0.8, 2.5)
 TOLERANCE_MM = 2.0

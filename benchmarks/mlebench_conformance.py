@@ -42,14 +42,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from amid.server.connect import ensure_worktree
+from amid.server.demo import start_server, stop_server
+from amid.server.local_client import call as admin_call
+from amid.server.mcp_client import call, connect
+from amid.server.workspace import Workspace
 from benchmarks._common import write_result
 from benchmarks.mlebench import attempts, raw_classification, raw_series
 from benchmarks.mlebench.coverage import COVERED, NOT_COVERED, STANDIN_BOARDS
-from server.connect import ensure_worktree
-from server.demo import start_server, stop_server
-from server.local_client import call as admin_call
-from server.mcp_client import call, connect
-from server.workspace import Workspace
 
 HERE = Path(__file__).resolve().parent
 WRITERS = {**raw_classification.WRITERS, **raw_series.WRITERS}
@@ -92,7 +92,7 @@ def competition_folder(checkout: Path, work: Path, competition_id: str) -> tuple
 
 
 def amid(*args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "server.cli", *args], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "amid", *args], capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"amid {args[0]} failed: {(done.stderr or done.stdout)[-1500:]}")
     return done.stdout

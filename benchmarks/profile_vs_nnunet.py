@@ -151,7 +151,7 @@ def read_floor(folder: Path, workers: int) -> dict[str, float]:
     (spawned, `workers` processes, its initializer), with ISA-L and with zlib; the pool's start apart."""
     import multiprocessing
 
-    from tools.profiling.pool import _quiet_worker
+    from amid.tools.profiling.pool import _quiet_worker
 
     files = sorted(str(p) for p in folder.rglob("*.nii.gz"))
     context = multiprocessing.get_context("spawn")
@@ -168,7 +168,7 @@ def read_floor(folder: Path, workers: int) -> dict[str, float]:
 
 
 def _ready_all(_: None) -> bool:
-    from tools.profiling import casework  # noqa: F401  the profiler's workers import it too
+    from amid.tools.profiling import casework  # noqa: F401  the profiler's workers import it too
 
     time.sleep(0.05)  # every worker gets one
     return True
@@ -188,7 +188,7 @@ def run_floor(work: Path, workers: int) -> dict[str, float]:
 
 def amid_child(folder: Path, workers: int, out: Path) -> None:
     """Child process: profile the raw dataset as the profile_data tool would."""
-    from tools.profiling import ProfileCase, ProfileRequest, profile_dataset
+    from amid.tools.profiling import ProfileCase, ProfileRequest, profile_dataset
 
     cases = [
         ProfileCase(

@@ -1,6 +1,6 @@
 """Protocol tokens of one attempt cycle on the demo task, counted with a real offline tokenizer.
 
-The scripted demo agent (`server.demo_worker`) runs its first attempt against a real `amid serve`
+The scripted demo agent (`amid.server.demo_worker`) runs its first attempt against a real `amid serve`
 over HTTP: get_task → profile_data → list_lanes → claim_lane → run_gpu_job / get_job (train, two
 predictions) → submit_attempt → request_review → get_review. Every call's arguments and result text
 are recorded as the client received them; a client that hands text to the model (OpenCode) pays
@@ -33,12 +33,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mcp import Client
 
+from amid.server.connect import ensure_worktree
+from amid.server.demo import start_server, stop_server
+from amid.server.demo_worker import ScriptedWorker, default_plan
+from amid.server.local_client import call as admin_call
+from amid.server.mcp_client import ToolCallFailed, connect
 from benchmarks._common import demo_workspace, write_result
-from server.connect import ensure_worktree
-from server.demo import start_server, stop_server
-from server.demo_worker import ScriptedWorker, default_plan
-from server.local_client import call as admin_call
-from server.mcp_client import ToolCallFailed, connect
 
 ROOT = Path(__file__).resolve().parent.parent
 CYCLE = (
@@ -58,10 +58,10 @@ import asyncio, json, sys
 sys.path.insert(0, ".")
 from mcp import Client
 from benchmarks._common import demo_workspace
-from server.app import build_app
-from server.context import Services
-from server.ledger import Identity, Ledger
-from server.settings import Settings
+from amid.server.app import build_app
+from amid.server.context import Services
+from amid.server.ledger import Identity, Ledger
+from amid.server.settings import Settings
 ws = demo_workspace()
 services = Services(Settings(workspace=ws.root), ws, Ledger(ws.ledger_path))
 app = build_app(services, local_identity=Identity(agent_id="bench", role="agent"), with_auth=False)

@@ -30,12 +30,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from amid.server.context import Services
+from amid.server.ledger import Ledger
+from amid.server.reviewer import reviewer, stop_reviewer
+from amid.server.sandbox import SandboxSetting
+from amid.server.settings import Settings
 from benchmarks._common import demo_workspace, write_result
-from server.context import Services
-from server.ledger import Ledger
-from server.reviewer import reviewer, stop_reviewer
-from server.sandbox import SandboxSetting
-from server.settings import Settings
 from tests.server.reviewer.sandbox import AgentSandbox, call, client_for
 
 MODES = ("no-replay", "replay-none", "replay-bwrap")

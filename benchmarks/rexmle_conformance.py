@@ -46,16 +46,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from amid.server.connect import ensure_worktree
+from amid.server.demo import start_server, stop_server
+from amid.server.local_client import call as admin_call
+from amid.server.mcp_client import call, connect
+from amid.server.reviewer.grader_keys import metrics_of
+from amid.server.workspace import Workspace
+from amid.tools.task.cases import discover_cases
+from amid.tools.task.fold_answers import write_fold_answers
 from benchmarks._common import write_result
 from benchmarks.rexmle import raw_misc, raw_pathology, raw_topcow
-from server.connect import ensure_worktree
-from server.demo import start_server, stop_server
-from server.local_client import call as admin_call
-from server.mcp_client import call, connect
-from server.reviewer.grader_keys import metrics_of
-from server.workspace import Workspace
-from tools.task.cases import discover_cases
-from tools.task.fold_answers import write_fold_answers
 
 HERE = Path(__file__).resolve().parent
 STRICT_SUMMARY = (
@@ -111,7 +111,7 @@ def prepare(python: str, data: Path, challenge_id: str, seed: int) -> None:
 
 
 def amid(*args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "server.cli", *args], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "amid", *args], capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"amid {args[0]} failed: {(done.stderr or done.stdout)[-1500:]}")
     return done.stdout

@@ -30,10 +30,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from amid.server.demo import stop_server
+from amid.server.local_client import call as admin_call
+from amid.server.mcp_client import call, connect
 from benchmarks._common import demo_workspace, write_result
-from server.demo import stop_server
-from server.local_client import call as admin_call
-from server.mcp_client import call, connect
 
 BARE_SERVER = """
 import sys
@@ -68,7 +68,7 @@ async def _first_call(url: str, token: str, tool: str, deadline: float) -> None:
 def _time_amid(workspace: Path, token: str) -> float:
     port = _free_port()
     started = time.monotonic()
-    command = [sys.executable, "-m", "server.cli", "serve", "-w", str(workspace), "--port", str(port)]
+    command = [sys.executable, "-m", "amid", "serve", "-w", str(workspace), "--port", str(port)]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         asyncio.run(_first_call(f"http://127.0.0.1:{port}/mcp", token, "get_task", started + 60))
@@ -95,11 +95,11 @@ CRITICAL_PATH = """
 import asyncio, json, sys
 from pathlib import Path
 from mcp import Client
-from server.context import Services
-from server.ledger import Identity, Ledger
-from server.serve import build_app, http_app
-from server.settings import Settings
-from server.workspace import Workspace
+from amid.server.context import Services
+from amid.server.ledger import Identity, Ledger
+from amid.server.serve import build_app, http_app
+from amid.server.settings import Settings
+from amid.server.workspace import Workspace
 ws = Workspace.open(Path(sys.argv[1]))
 services = Services(settings=Settings(workspace=ws.root), workspace=ws, ledger=Ledger(ws.ledger_path))
 app = build_app(services, local_identity=Identity(agent_id="bench", role="agent"), with_auth=False)

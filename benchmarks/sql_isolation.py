@@ -26,11 +26,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from amid.server.demo import stop_server
+from amid.server.local_client import call as admin_call
+from amid.server.mcp_client import call, connect
+from amid.server.workspace import Workspace, read_server_marker
 from benchmarks._common import demo_workspace, write_result
-from server.demo import stop_server
-from server.local_client import call as admin_call
-from server.mcp_client import call, connect
-from server.workspace import Workspace, read_server_marker
 
 ROOT = Path(__file__).resolve().parent.parent
 BEFORE = "c81b353781103cd6ee1fcfb48fb980b882cec562"  # parent of the read-path commit
@@ -40,7 +40,7 @@ SLOW_QUERY = "SELECT sum(hash(a.range * b.range)) AS h FROM range({rows}) a, ran
 def _serve(tree: Path, ws: Workspace) -> subprocess.Popen[bytes]:
     """`amid serve` with the code of `tree` (its folder first on the module path)."""
     env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONUNBUFFERED": "1"}
-    command = [sys.executable, "-m", "server.cli", "serve", "-w", str(ws.root), "--port", "0"]
+    command = [sys.executable, "-m", "amid", "serve", "-w", str(ws.root), "--port", "0"]
     with (ws.control_dir / "serve.log").open("ab") as log:
         process = subprocess.Popen(command, cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=log)
     deadline = time.monotonic() + 120

@@ -19,12 +19,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mcp import Client
 
+from amid.server.app import build_app
+from amid.server.context import Services
+from amid.server.ledger import Identity, Ledger
+from amid.server.settings import Settings
+from amid.server.tool_manifest import tool_specs
 from benchmarks._common import demo_workspace, write_result
-from server.app import build_app
-from server.context import Services
-from server.ledger import Identity, Ledger
-from server.settings import Settings
-from server.tool_manifest import tool_specs
 
 BUDGET_TOKENS = 4000
 

@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from registry.schemas import FoundationModel, LabelAdapterEntry, LabelAdapterTable, LaneTemplate, WorkerBackend
-from server.errors import DataUnreadable, InvalidInput
+from amid.registry.schemas import FoundationModel, LabelAdapterEntry, LabelAdapterTable, LaneTemplate, WorkerBackend
+from amid.server.errors import DataUnreadable, InvalidInput
 
 REGISTRY_DIR = Path(__file__).parent
 FOUNDATION_MODELS_DIR = REGISTRY_DIR / "foundation_models"

@@ -10,10 +10,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, StringConstraints, model_validator
 
-from server.errors import InvalidInput
-from tools.task.contract import TaskType  # one vocabulary of task types
-from tools.task.label_adapters import ADAPTERS
-from tools.task.modality import ImagedModality
+from amid.server.errors import InvalidInput
+from amid.tools.task.contract import TaskType  # one vocabulary of task types
+from amid.tools.task.label_adapters import ADAPTERS
+from amid.tools.task.modality import ImagedModality
 
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=80)]
 Url = Annotated[str, StringConstraints(pattern=r"^https?://\S+$")]

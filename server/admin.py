@@ -10,11 +10,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from server.context import Services
-from server.errors import InvalidInput
-from server.ledger import Ledger, utcnow
-from server.report.build import build_report
-from server.workspace import Workspace
+from amid.server.context import Services
+from amid.server.errors import InvalidInput
+from amid.server.ledger import Ledger, utcnow
+from amid.server.report.build import build_report
+from amid.server.workspace import Workspace
 
 
 def _jsonable(value: Any) -> Any:
@@ -66,7 +66,7 @@ def _number(body: dict[str, Any], name: str, kind: type[int] | type[float], defa
 
 def export(ledger: Ledger, workspace: Workspace, body: dict[str, Any]) -> dict[str, Any]:
     """Parquet files of every table and view (server/export.py); `out`: an absolute folder or none."""
-    from server.export import export_parquet
+    from amid.server.export import export_parquet
 
     out = body.get("out")
     if out is not None and not (isinstance(out, str) and Path(out).is_absolute()):
@@ -104,14 +104,14 @@ def retire_agent(ledger: Ledger, name: str) -> dict[str, Any]:
 
 
 def audit(ledger: Ledger, workspace: Workspace) -> dict[str, Any]:
-    from server.reviewer.audit import audit as run_audit
+    from amid.server.reviewer.audit import audit as run_audit
 
     return run_audit(ledger, workspace).model_dump(mode="json")
 
 
 def package_action(name: str, ledger: Ledger, workspace: Workspace, body: dict[str, Any]) -> dict[str, Any]:
     """The final package's actions (server/package/actions.py): finalize, package_record."""
-    from server.package import actions
+    from amid.server.package import actions
 
     result: dict[str, Any] = getattr(actions, name)(ledger, workspace, body)
     return result
@@ -138,8 +138,8 @@ SERVER_ONLY_ACTION = "dashboard_login"  # `amid dashboard`: a one-time browser l
 
 def dispatch(services: Services, action: str, body: dict[str, Any]) -> dict[str, Any]:
     if action == SERVER_ONLY_ACTION:  # login codes live in the server's memory, so only a server mints them
-        from server.report.dashboard import logins
-        from server.report.login import login_link
+        from amid.server.report.dashboard import logins
+        from amid.server.report.login import login_link
 
         return login_link(services.ledger, logins(services), body)
     if action not in ACTIONS:

@@ -23,9 +23,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from server import sandbox
-from server.errors import Forbidden, JobFailed
-from server.repo import init_commit_store
+from amid.server import sandbox
+from amid.server.errors import Forbidden, JobFailed
+from amid.server.repo import init_commit_store
 
 SHA = re.compile(r"[0-9a-f]{40}")
 FETCH_TIMEOUT_S = 600

@@ -17,17 +17,17 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from server import __version__
-from server.context import Services
-from server.errors import AmidError
-from server.ledger import Identity, Ledger
-from server.protocol import INSTRUCTIONS
-from server.report.dashboard import add_dashboard_route
-from server.response_mode import route_by_progress
-from server.settings import Settings
-from server.tool_entries import load as load_manifest
-from server.toolkit import RoleListedServer, build_tool
-from server.workspace import Workspace
+from amid.server import __version__
+from amid.server.context import Services
+from amid.server.errors import AmidError
+from amid.server.ledger import Identity, Ledger
+from amid.server.protocol import INSTRUCTIONS
+from amid.server.report.dashboard import add_dashboard_route
+from amid.server.response_mode import route_by_progress
+from amid.server.settings import Settings
+from amid.server.tool_entries import load as load_manifest
+from amid.server.toolkit import RoleListedServer, build_tool
+from amid.server.workspace import Workspace
 
 
 class LedgerTokenVerifier:
@@ -79,13 +79,13 @@ def build_app(services: Services, *, local_identity: Identity | None = None, wit
 
 
 def _provide_profile(*args: Any, **kwargs: Any) -> Any:
-    from tools.profile_data import provide_profile
+    from amid.tools.profile_data import provide_profile
 
     return provide_profile(*args, **kwargs)
 
 
 def _build_package(*args: Any, **kwargs: Any) -> Any:
-    from server.package.finalize import build_package
+    from amid.server.package.finalize import build_package
 
     return build_package(*args, **kwargs)
 
@@ -116,7 +116,7 @@ def _add_routes(mcp: MCPServer, services: Services) -> None:
 
 
 def _admin_action(services: Services, action: str, body: dict[str, Any]) -> dict[str, Any]:
-    from server import admin
+    from amid.server import admin
 
     return admin.dispatch(services, action, body)
 

@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any
 
-from server.errors import Forbidden, InvalidInput, shown
-from server.paths import agent_worktree, confine, os_errors_as_input, readable_file
-from server.workspace import Workspace
+from amid.server.errors import Forbidden, InvalidInput, shown
+from amid.server.paths import agent_worktree, confine, os_errors_as_input, readable_file
+from amid.server.workspace import Workspace
 
 CHUNK = 1 << 20
 MAX_FILES = 20000

@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 
 import click
 
-from server.cli_options import workspace_option
-from server.errors import AmidError
+from amid.server.cli_options import workspace_option
+from amid.server.errors import AmidError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -32,7 +32,7 @@ def _friendly(command: F) -> F:
 
 
 def _workspace(path: Path) -> Any:
-    from server.workspace import Workspace
+    from amid.server.workspace import Workspace
 
     return Workspace.open(path)
 
@@ -49,7 +49,7 @@ def main() -> None:
 @_friendly
 def make_demo_task(directory: Path, seed: int) -> None:
     """Generate the embedded demo task (ReX-MLE layout) into DIRECTORY."""
-    from tools.task.demo_task import make_demo_task as make
+    from amid.tools.task.demo_task import make_demo_task as make
 
     click.echo(f"demo task written to {make(directory, seed=seed)}")
 
@@ -84,13 +84,13 @@ def init(
 ) -> None:  # fmt: skip
     """Create a workspace from TASK: a task.yaml, a ReX-MLE / MLE-bench challenge folder (with
     --data-dir), an nnU-Net raw dataset or a Medical Segmentation Decathlon task folder."""
-    from server.workspace import check_target, init_workspace
-    from tools.task.importers import import_task
+    from amid.server.workspace import check_target, init_workspace
+    from amid.tools.task.importers import import_task
 
     check_target(workspace.expanduser().resolve())
     imported = import_task(task, data_dir=data_dir, primary_metric=primary_metric)
     if holdout_fraction is not None:
-        from server.holdout_split import with_holdout_fraction
+        from amid.server.holdout_split import with_holdout_fraction
 
         imported.contract = with_holdout_fraction(imported.contract, holdout_fraction)
     ws = init_workspace(imported, workspace, link_data=link, grader_python=grader_python)
@@ -100,7 +100,7 @@ def init(
         f"workspace {ws.root}: task {contract.id} ({contract.task_type}, {contract.modality}), "
         f"{len(folds.case_groups)} training cases in {folds.k} locked folds"
     )
-    from server.reviewer.holdout_power import init_warning
+    from amid.server.reviewer.holdout_power import init_warning
 
     if warning := init_warning(ws):
         click.echo(f"amid: warning: {warning}", err=True)
@@ -114,7 +114,7 @@ def init(
 
 def _profile_now(ws: Any) -> None:
     """Profile the data at init so the first profile_data call and lane planning find it cached."""
-    from tools.profile_data import REPORT_DIR, build_request, compute_profile
+    from amid.tools.profile_data import REPORT_DIR, build_request, compute_profile
 
     try:
         profile = compute_profile(ws, build_request(ws, ws.contract(), ws.folds()))
@@ -152,8 +152,8 @@ def serve(
     job_sandbox: str | None, job_network: str | None,
 ) -> None:  # fmt: skip
     """Serve the workspace to agents over Streamable HTTP (or --stdio for one local agent)."""
-    from server.serve import serve_http, serve_stdio
-    from server.settings import settings_from
+    from amid.server.serve import serve_http, serve_stdio
+    from amid.server.settings import settings_from
 
     values = {"workspace": workspace, "host": host, "port": port, "replay_sandbox": replay_sandbox}
     settings = settings_from({**values, "job_sandbox": job_sandbox, "job_network": job_network})
@@ -177,7 +177,7 @@ def token() -> None:
 @_friendly
 def token_create(name: str, role: str, workspace: Path) -> None:
     """Issue a token for agent NAME and print it once."""
-    from server.local_client import call
+    from amid.server.local_client import call
 
     click.echo(call(_workspace(workspace), "token_create", {"name": name, "role": role})["token"])
 
@@ -187,7 +187,7 @@ def token_create(name: str, role: str, workspace: Path) -> None:
 @_friendly
 def token_list(workspace: Path) -> None:
     """List tokens (hints only: tokens are stored hashed)."""
-    from server.local_client import call
+    from amid.server.local_client import call
 
     for row in call(_workspace(workspace), "token_list", {})["tokens"]:
         state = f"revoked {row['revoked_at']}" if row["revoked_at"] else "live"
@@ -200,7 +200,7 @@ def token_list(workspace: Path) -> None:
 @_friendly
 def token_revoke(name: str, workspace: Path) -> None:
     """Revoke every live token of agent NAME."""
-    from server.local_client import call
+    from amid.server.local_client import call
 
     result = call(_workspace(workspace), "token_revoke", {"name": name})
     click.echo(f"revoked {result['revoked']} token(s) of {name}")
@@ -212,7 +212,7 @@ def token_revoke(name: str, workspace: Path) -> None:
 @_friendly
 def status(workspace: Path, as_json: bool) -> None:
     """Stage, agents, attempts, lanes and jobs of the run."""
-    from server.local_client import call
+    from amid.server.local_client import call
 
     result = call(_workspace(workspace), "status", {})
     if as_json:
@@ -244,9 +244,9 @@ def status(workspace: Path, as_json: bool) -> None:
 def sql(query: str, workspace: Path, as_json: bool, as_csv: bool, limit: int, offset: int, time_limit: float) -> None:
     """Run one read-only SELECT against a snapshot of the ledger (through the server when it runs).
     Files, writes, settings and sequences are refused; see README "Querying the ledger"."""
-    from server import queries
-    from server.errors import InvalidInput
-    from server.ledger.readonly import SqlRefused
+    from amid.server import queries
+    from amid.server.errors import InvalidInput
+    from amid.server.ledger.readonly import SqlRefused
 
     paging: dict[str, Any] = {"limit": limit, "offset": offset, "time_limit_s": time_limit}
     try:
@@ -271,7 +271,7 @@ def sql(query: str, workspace: Path, as_json: bool, as_csv: bool, limit: int, of
 def audit(workspace: Path, as_json: bool) -> None:
     """Re-hash the frozen files and check the stored commit of every accepted attempt; revoke those
     whose evidence changed or vanished. Exit status 1 when an attempt was revoked."""
-    from server.local_client import call
+    from amid.server.local_client import call
 
     report = call(_workspace(workspace), "audit", {})
     if as_json:
@@ -304,9 +304,9 @@ def _print_audit(report: dict[str, Any]) -> None:
 @_friendly
 def connect(client: str, agent: str, workspace: Path, url: str | None, sandboxed: bool) -> None:
     """Create AGENT's worktree and token, write CLIENT's MCP config there, print the start command."""
-    from server.connect import connect as do_connect
-    from server.connect import issue_token
-    from server.workspace import read_server_marker
+    from amid.server.connect import connect as do_connect
+    from amid.server.connect import issue_token
+    from amid.server.workspace import read_server_marker
 
     ws = _workspace(workspace)
     marker = read_server_marker(ws)
@@ -317,7 +317,7 @@ def connect(client: str, agent: str, workspace: Path, url: str | None, sandboxed
     click.echo(conn.config_text)
     click.echo(f"# token for {agent}: {issued['token']}")
     if sandboxed:
-        from server.connect_sandbox import sandboxed_command
+        from amid.server.connect_sandbox import sandboxed_command
 
         click.echo("# start the agent inside the sandbox (its worktree and own home; no private/, no server files):")
         click.echo(sandboxed_command(ws, client, agent, url, conn.worktree))  # type: ignore[arg-type]
@@ -337,19 +337,19 @@ def connect(client: str, agent: str, workspace: Path, url: str | None, sandboxed
 @_friendly
 def demo(workspace: Path | None) -> None:
     """Run the embedded demo end to end: make the task, init, serve, drive scripted agents."""
-    from server.demo import run_demo
+    from amid.server.demo import run_demo
 
     run_demo(workspace)
 
 
 # Commands that live in their own modules ("module:attribute"); each is imported when `amid` starts.
 COMMAND_MODULES = (
-    "server.supervisor.cli:supervise_command",
-    "server.package.cli:finalize_command",
-    "server.package.cli:verify_package_command",
-    "server.report.cli:report_command",
-    "server.report.cli:dashboard_command",
-    "server.export_cli:export_command",
+    "amid.server.supervisor.cli:supervise_command",
+    "amid.server.package.cli:finalize_command",
+    "amid.server.package.cli:verify_package_command",
+    "amid.server.report.cli:report_command",
+    "amid.server.report.cli:dashboard_command",
+    "amid.server.export_cli:export_command",
 )
 
 
@@ -384,7 +384,7 @@ def registry() -> None:
 @_friendly
 def registry_search(keywords: tuple[str, ...], as_json: bool, **filters: Any) -> None:
     """Find foundation models by filters and ranked KEYWORDS, with local availability (never downloads)."""
-    from tools.fm_registry import query_input, search
+    from amid.tools.fm_registry import query_input, search
 
     given = {name: value for name, value in filters.items() if value is not None}
     hits = search(query_input({"keywords": " ".join(keywords), **given}))

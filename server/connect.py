@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from server.agent_repo import create_agent_repo
-from server.errors import AmidError
-from server.ledger.identity import check_agent_name
-from server.local_client import call
-from server.protocol import agents_md
-from server.workspace import Workspace
+from amid.server.agent_repo import create_agent_repo
+from amid.server.errors import AmidError
+from amid.server.ledger.identity import check_agent_name
+from amid.server.local_client import call
+from amid.server.protocol import agents_md
+from amid.server.workspace import Workspace
 
 Client = Literal["claude", "codex", "cursor", "opencode"]
 CLIENTS: tuple[Client, ...] = ("claude", "codex", "cursor", "opencode")

@@ -15,12 +15,12 @@ import shlex
 import shutil
 from pathlib import Path
 
-from registry.loader import worker_backend
-from server import sandbox
-from server.connect import TOKEN_FILE, WRITERS, Client
-from server.errors import NotFound
-from server.supervisor.workers.install import cli_install
-from server.workspace import Workspace
+from amid.registry.loader import worker_backend
+from amid.server import sandbox
+from amid.server.connect import TOKEN_FILE, WRITERS, Client
+from amid.server.errors import NotFound
+from amid.server.supervisor.workers.install import cli_install
+from amid.server.workspace import Workspace
 
 BACKENDS: dict[Client, str] = {
     "claude": "claude-code",

@@ -1,6 +1,6 @@
 """What a tool receives: its dependencies and the identity of its caller.
 
-Tools never read globals or the environment; the composition root (`server.app`) builds one
+Tools never read globals or the environment; the composition root (`amid.server.app`) builds one
 `Services` per server and a `ToolContext` per call.
 """
 
@@ -12,17 +12,17 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from server.ledger import Identity, Ledger
-from server.settings import Settings
-from server.workspace import Workspace
-from tools.task.contract import TaskContract
-from tools.task.folds import LockedFolds
+from amid.server.ledger import Identity, Ledger
+from amid.server.settings import Settings
+from amid.server.workspace import Workspace
+from amid.tools.task.contract import TaskContract
+from amid.tools.task.folds import LockedFolds
 
 if TYPE_CHECKING:  # the subsystems' own modules are heavy and import this one; only their types here
-    from server.jobs.scheduler import JobScheduler
-    from server.report.login import DashboardLogins
-    from server.reviewer.pool import ReviewerPool
-    from tools.profile_data import ProfileRunner
+    from amid.server.jobs.scheduler import JobScheduler
+    from amid.server.report.login import DashboardLogins
+    from amid.server.reviewer.pool import ReviewerPool
+    from amid.tools.profile_data import ProfileRunner
 
 
 @dataclass

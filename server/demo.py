@@ -24,13 +24,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from server.demo_progress import watch
-from server.errors import JobFailed
-from server.holdout_split import with_holdout_fraction
-from server.local_client import call as admin_call
-from server.workspace import Workspace, init_workspace, read_server_marker
-from tools.task.demo_task import make_demo_task
-from tools.task.importers import import_task
+from amid.server.demo_progress import watch
+from amid.server.errors import JobFailed
+from amid.server.holdout_split import with_holdout_fraction
+from amid.server.local_client import call as admin_call
+from amid.server.workspace import Workspace, init_workspace, read_server_marker
+from amid.tools.task.demo_task import make_demo_task
+from amid.tools.task.importers import import_task
 
 console = Console(stderr=False, width=None if sys.stdout.isatty() else 160)  # logs keep whole cells
 DEMO_HOLDOUT_FRACTION = 0.2
@@ -43,7 +43,7 @@ def start_server(
 
     The server's stderr goes to `.amid/serve.log` (a pipe nobody drains would block it)."""
     log_path = workspace / ".amid" / "serve.log"
-    command = [sys.executable, "-m", "server.cli", "serve", "-w", str(workspace), "--port", "0"]
+    command = [sys.executable, "-m", "amid", "serve", "-w", str(workspace), "--port", "0"]
     with log_path.open("ab") as log:
         process = subprocess.Popen(
             command, stdout=subprocess.DEVNULL, stderr=log, env={**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
@@ -87,7 +87,7 @@ def start_supervisor(workspace: Path) -> tuple[subprocess.Popen[bytes], Path]:
     """`amid supervise -w --workers 3 --backend scripted` as its own process (output in .amid/supervise.log):
     it starts the three managed scripted workers, each in its sandbox, and runs the run to its end."""
     log_path = workspace / ".amid" / "supervise.log"
-    command = [sys.executable, "-m", "server.cli", "supervise", "-w", str(workspace), "--poll-s", "1",
+    command = [sys.executable, "-m", "amid", "supervise", "-w", str(workspace), "--poll-s", "1",
                "--max-s", str(MAX_S), "--workers", str(N_WORKERS), "--backend", "scripted",
                "--worker-env", f"AMID_SCRIPTED_CHEAT={CHEATER}"]  # fmt: skip
     with log_path.open("ab") as log:
@@ -152,7 +152,7 @@ def _verify_package(workspace: Workspace) -> None:
     if not (package / "manifest.json").is_file():
         console.print("package: none was built")
         return
-    command = [sys.executable, "-m", "server.cli", "verify-package", str(package), "-w", str(workspace.root)]
+    command = [sys.executable, "-m", "amid", "verify-package", str(package), "-w", str(workspace.root)]
     checked = subprocess.run(command, capture_output=True, text=True, timeout=600)
     console.print(f"package: {package}")
     console.print(escape(checked.stdout.strip() or checked.stderr.strip()), soft_wrap=True)
@@ -195,7 +195,7 @@ def amid_command() -> str:
     this interpreter with -m: `amid` itself is on PATH only in an activated venv."""
     script = Path(sys.executable).parent / "amid"
     if not script.is_file():
-        return f"{sys.executable} -m server.cli"
+        return f"{sys.executable} -m amid"
     try:
         return str(script.relative_to(Path.cwd()))
     except ValueError:

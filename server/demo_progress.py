@@ -16,9 +16,9 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from server.errors import AmidError, JobFailed
-from server.local_client import call as admin_call
-from server.workspace import Workspace
+from amid.server.errors import AmidError, JobFailed
+from amid.server.local_client import call as admin_call
+from amid.server.workspace import Workspace
 
 POLL_S = 3.0  # each read after a change copies the ledger (the human read path): rarely, beside the agents
 SUPERVISE_LOG = ".amid/supervise.log"

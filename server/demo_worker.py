@@ -9,7 +9,7 @@ follows the run and answers the supervisor's heartbeats (a focus note after a pl
 attempt as the promoted lane's optimizer, reflection and consolidation notes).
 
 It knows only what an agent knows: the tool results (task folder, its worktree, folds, lanes) and
-its own worktree. `server.supervisor.workers.scripted` runs it as a managed worker's "CLI" with a
+its own worktree. `amid.server.supervisor.workers.scripted` runs it as a managed worker's "CLI" with a
 session store, so an interrupted and resumed session continues where it stopped: every step is
 recorded once done, and submissions carry idempotency keys.
 """
@@ -27,9 +27,9 @@ from typing import Any
 
 from mcp import Client
 
-from server.errors import JobFailed
-from server.mcp_client import ToolCallFailed, call
-from tools.task.contract import load_contract
+from amid.server.errors import JobFailed
+from amid.server.mcp_client import ToolCallFailed, call
+from amid.tools.task.contract import load_contract
 
 MODEL_PY = '''\
 """Intensity-threshold segmentation: fit on training cases, predict label maps in the reference geometry.
@@ -121,7 +121,7 @@ def _own_scores(task_dir: Path, folder: Path, cases: list[str]) -> dict[str, flo
     import nibabel as nib
     import numpy as np
 
-    from server.reviewer.scoring import case_values, foreground_labels, mean_value, plan_metrics, summarize_all
+    from amid.tools.metrics.scoring import case_values, foreground_labels, mean_value, plan_metrics, summarize_all
 
     contract = load_contract(task_dir / "contract.yaml")
     plan, labels = plan_metrics(contract), foreground_labels(contract)

@@ -16,10 +16,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from server.errors import InvalidInput
-from server.ledger import Ledger, utcnow
-from server.ledger.parquet import write_parquet
-from server.workspace import Workspace
+from amid.server.errors import InvalidInput
+from amid.server.ledger import Ledger, utcnow
+from amid.server.ledger.parquet import write_parquet
+from amid.server.workspace import Workspace
 
 MANIFEST = "manifest.json"
 

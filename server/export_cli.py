@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from server.cli_options import workspace_option
+from amid.server.cli_options import workspace_option
 
 
 @click.command("export")
@@ -29,12 +29,12 @@ from server.cli_options import workspace_option
 def export_command(workspace: Path, out: Path | None, mlflow_dir: Path | None, as_json: bool) -> None:
     """Snapshot the ledger as Parquet (readable by duckdb and pandas while the server runs), or export
     it to MLflow with --mlflow DIR. Goes through the server when it runs; token hashes never leave."""
-    from server.local_client import call
-    from server.workspace import Workspace
+    from amid.server.local_client import call
+    from amid.server.workspace import Workspace
 
     ws = Workspace.open(workspace)
     if mlflow_dir is not None:
-        from server.mlflow_export import export_mlflow
+        from amid.server.mlflow_export import export_mlflow
 
         result = export_mlflow(ws, mlflow_dir)
         summary = f"{len(result['runs_created'])} run(s) added, {result['runs']} in all: {result['tracking_uri']}"

@@ -25,9 +25,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from server.errors import InvalidInput, invalid
-from tools.task.cases import Case
-from tools.task.contract import TaskContract, ValidationProtocol
+from amid.server.errors import InvalidInput, invalid
+from amid.tools.task.cases import Case
+from amid.tools.task.contract import TaskContract, ValidationProtocol
 
 TABLE_ENDINGS = (".csv", ".tsv")
 JSON_ENDINGS = (".json",)

@@ -48,7 +48,7 @@ def job_environment(backend: str, job_sandbox: str = "none", job_network: str = 
     the job runner passes it unboxed) and the packages do not change while it runs."""
     if job_sandbox == "none":
         return describe(backend, sys.executable, os.environ.get("PATH", os.defpath))
-    from server.sandbox import job_path
+    from amid.server.sandbox import job_path
 
     network = "the host's" if job_network == "host" else "none"
     return describe(backend, sys.executable, job_path(), env=BOXED_ENV + network)

@@ -14,10 +14,10 @@ import urllib.request
 from typing import Any
 from urllib.parse import urlsplit
 
-from server import admin
-from server.errors import AmidError, Conflict, InvalidInput
-from server.ledger import Ledger
-from server.workspace import Workspace, read_server_marker
+from amid.server import admin
+from amid.server.errors import AmidError, Conflict, InvalidInput
+from amid.server.ledger import Ledger
+from amid.server.workspace import Workspace, read_server_marker
 
 READ_ACTIONS = {"status", "sql", "token_list", "export"}  # export: a snapshot copy, then Parquet
 

@@ -11,7 +11,7 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from server.errors import AmidError
+from amid.server.errors import AmidError
 
 Mode = Literal["legacy", "auto"]
 

@@ -21,10 +21,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from server import queries
-from server.errors import InvalidInput
-from server.ledger.readonly import MAX_LIMIT
-from server.workspace import Workspace
+from amid.server import queries
+from amid.server.errors import InvalidInput
+from amid.server.ledger.readonly import MAX_LIMIT
+from amid.server.workspace import Workspace
 
 RUN_STATUS = {"pending": "RUNNING", "in_review": "RUNNING", "withdrawn": "KILLED"}  # others: FINISHED
 METRIC_PREFIX = {("agent", "fold"): "declared", ("reviewer", "fold"): "verified",

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from server.errors import Forbidden, InvalidInput, NotFound, shown
-from server.workspace import Workspace
+from amid.server.errors import Forbidden, InvalidInput, NotFound, shown
+from amid.server.workspace import Workspace
 
 
 def agent_worktree(workspace: Workspace, agent_id: str) -> Path:

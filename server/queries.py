@@ -14,10 +14,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from server.context import Services
-from server.ledger import Ledger
-from server.ledger.readonly import DEFAULT_LIMIT, DEFAULT_TIME_LIMIT_S
-from server.workspace import Workspace
+from amid.server.context import Services
+from amid.server.ledger import Ledger
+from amid.server.ledger.readonly import DEFAULT_LIMIT, DEFAULT_TIME_LIMIT_S
+from amid.server.workspace import Workspace
 
 MAX_CELL_CHARS = 60  # in the aligned table only; --json and --csv print every value whole
 
@@ -38,11 +38,11 @@ def query(
 
 def page(source: Workspace | Services | Ledger, sql: str, params: Sequence[Any] = (), **paging: Any) -> dict[str, Any]:
     """The full answer: columns, rows, offset and has_more (another page follows)."""
-    from server import admin
+    from amid.server import admin
 
     body = {"query": sql, "params": list(params), **paging}
     if isinstance(source, Workspace):
-        from server.local_client import call
+        from amid.server.local_client import call
 
         return call(source, "sql", body)
     ledger = source.ledger if isinstance(source, Services) else source

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from server.errors import JobFailed
+from amid.server.errors import JobFailed
 
 PIN_PREFIX = "refs/amid/attempts/"
 RUN_START_REF = "refs/amid/run-start"  # the run's first commit: the base the access check diffs against

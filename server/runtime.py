@@ -8,9 +8,9 @@ import sys
 import threading
 from typing import Any
 
-from server.context import Services
-from server.errors import InvalidInput
-from server.settings import Settings
+from amid.server.context import Services
+from amid.server.errors import InvalidInput
+from amid.server.settings import Settings
 
 _lock = threading.Lock()
 
@@ -33,29 +33,29 @@ def check_backend(settings: Settings) -> None:
 
 
 def _backend(services: Services) -> tuple[Any, Any]:
-    from server.jobs.boxing import JobBoxing
+    from amid.server.jobs.boxing import JobBoxing
 
     settings = services.settings
     check_backend(settings)
     boxing = JobBoxing(services.workspace, settings.job_sandbox, settings.job_network)
     if settings.job_backend == "local":
-        from server.jobs.gpu import NvmlInventory
-        from server.jobs.local import LocalBackend
+        from amid.server.jobs.gpu import NvmlInventory
+        from amid.server.jobs.local import LocalBackend
 
         return LocalBackend(python=sys.executable, base_env=dict(os.environ), boxing=boxing), NvmlInventory()
     if settings.job_backend == "ray":
-        from server.jobs.ray_backend import RayBackend
+        from amid.server.jobs.ray_backend import RayBackend
 
         token = os.environ.get("RAY_AUTH_TOKEN")
         return RayBackend(str(settings.ray_address), auth_token=token, boxing=boxing), None
-    from server.jobs.slurm import SlurmBackend
+    from amid.server.jobs.slurm import SlurmBackend
 
     return SlurmBackend(boxing=boxing), None
 
 
 def _build_scheduler(services: Services) -> Any:
-    from server.jobs.scheduler import JobScheduler
-    from server.jobs.spec import JobState, ledger_row
+    from amid.server.jobs.scheduler import JobScheduler
+    from amid.server.jobs.spec import JobState, ledger_row
 
     backend, inventory = _backend(services)
     root = services.workspace.root

@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from server import worker_network
-from server.errors import Conflict
-from server.worker_network import BoxNetwork
+from amid.server import worker_network
+from amid.server.errors import Conflict
+from amid.server.worker_network import BoxNetwork
 
 SandboxSetting = Literal["auto", "bwrap", "none"]
 SandboxKind = Literal["bwrap", "none"]
@@ -45,7 +45,9 @@ ROOT = Path("/replay")
 CODE, CHECKPOINT, INPUTS, OUTPUTS = ROOT / "code", ROOT / "checkpoint", ROOT / "inputs", ROOT / "outputs"
 SYSTEM_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")  # merged-/usr symlinks, or folders
 SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/hosts")
-AMID_PACKAGES = ("server", "tools", "registry")  # pyproject's packages: the scaffolds import all three
+# The `amid` package and its three packages: in a checkout amid/ holds links to ../server etc., so each
+# package's real folder is shown too (the scaffolds import all three).
+AMID_PACKAGES = ("amid", "amid.server", "amid.tools", "amid.registry")
 PASSED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "OMP_NUM_THREADS")
 log = logging.getLogger(__name__)
 
@@ -182,6 +184,8 @@ def _environment() -> list[str]:
         spec = importlib.util.find_spec(name)
         for location in (spec.submodule_search_locations or []) if spec else []:
             found.setdefault(location, os.path.realpath(location))
+            # amid/server is a link in a checkout: its target, where the link leads inside the box too
+            found.setdefault(os.path.realpath(location), os.path.realpath(location))
     inner = {dest: src for dest, src in found.items() if not any(_inside(dest, o) for o in found if o != dest)}
     return [arg for dest, src in sorted(inner.items()) for arg in ("--ro-bind", src, dest)]
 

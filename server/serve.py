@@ -14,15 +14,15 @@ from collections.abc import Callable, Iterator
 
 import uvicorn
 
-from server import runtime, sandbox
-from server.app import build_app, http_app
-from server.context import Services
-from server.errors import Conflict
-from server.exposure import private_warnings
-from server.ledger import Identity, Ledger
-from server.reviewer import start_reviewer
-from server.settings import Settings
-from server.workspace import Workspace, clear_server_marker, read_server_marker, write_server_marker
+from amid.server import runtime, sandbox
+from amid.server.app import build_app, http_app
+from amid.server.context import Services
+from amid.server.errors import Conflict
+from amid.server.exposure import private_warnings
+from amid.server.ledger import Identity, Ledger
+from amid.server.reviewer import start_reviewer
+from amid.server.settings import Settings
+from amid.server.workspace import Workspace, clear_server_marker, read_server_marker, write_server_marker
 
 
 def _refuse_if_served(workspace: Workspace) -> None:
@@ -51,7 +51,7 @@ def _open(settings: Settings) -> Services:
 
 def _sweep_partial_freezes(services: Services) -> None:
     """Partial copies of a freeze cut by a kill are removed before any call can freeze again."""
-    from server.artifacts import ArtifactStore
+    from amid.server.artifacts import ArtifactStore
 
     if removed := ArtifactStore(services.workspace).sweep_incoming():
         services.ledger.activity.log("artifacts_swept", agent_id=None, payload={"removed": removed[:100]})
@@ -102,7 +102,7 @@ def _start_subsystems(services: Services) -> None:
     """Beside the first calls rather than before them: re-attach to jobs that ran on while no server
     was up, and re-queue reviews a killed server left running (the pool's imports, scoring and
     scipy, take most of a second). A call that needs either meanwhile waits for it: each is built
-    once, under a lock (`runtime.scheduler`, `server.reviewer.reviewer`)."""
+    once, under a lock (`runtime.scheduler`, `amid.server.reviewer.reviewer`)."""
     runtime.scheduler(services)
     start_reviewer(services)
     # What start-up built (imports, pools, schemas: about a million objects) lives as long as the server;

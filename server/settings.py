@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from server.errors import InvalidInput
+from amid.server.errors import InvalidInput
 
 
 class Settings(BaseModel):

@@ -1,5 +1,5 @@
 """The tool manifest as the server reads it: `tool_manifest.json` (written by `python -m
-server.tool_manifest`, which imports every tool module to derive it) lists each tool, and a tool's
+amid.server.tool_manifest`, which imports every tool module to derive it) lists each tool, and a tool's
 module is imported at that tool's first call. Nothing here imports a tool module by name, so the tool
 modules, the toolkit they build on and this reader import one way (docs/ARCHITECTURE.md, layers).
 """
@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from server.ledger import Role
-    from server.toolkit import ToolSpec
+    from amid.server.ledger import Role
+    from amid.server.toolkit import ToolSpec
 
 MANIFEST_PATH = Path(__file__).with_name("tool_manifest.json")
 # One first-call import at a time: calls of different tools arriving together at start must not
@@ -52,7 +52,7 @@ class ToolEntry:
                 if spec is None or facts != (self.name, self.roles, self.wants_progress):
                     raise RuntimeError(
                         f"server/tool_manifest.json is stale for {self.name!r} ({self.module}.{self.attribute}); "
-                        "run `python -m server.tool_manifest`"
+                        "run `python -m amid.server.tool_manifest`"
                     )
                 self._found.append(spec)
                 gc.freeze()  # the module lives as long as the server: out of full collections (server/serve.py)

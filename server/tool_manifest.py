@@ -5,8 +5,8 @@ deriving 30 argument models; the server did that before it could answer its firs
 lists tools from this file and imports a tool's module at that tool's first call. The file is
 generated, not written by hand:
 
-    python -m server.tool_manifest            # rewrite server/tool_manifest.json
-    python -m server.tool_manifest --check    # exit 1 if it differs from the tool modules
+    python -m amid.server.tool_manifest            # rewrite server/tool_manifest.json
+    python -m amid.server.tool_manifest --check    # exit 1 if it differs from the tool modules
 
 and a contract test fails when it is stale. The published schemas do not depend on it: they are
 the ones the modules derive, byte for byte. Role checks and argument validation always use the
@@ -18,9 +18,9 @@ from __future__ import annotations
 import json
 import sys
 
-from server.tool_entries import MANIFEST_PATH, ToolEntry, load
-from server.toolkit import ToolSpec, published_annotations, published_schema
-from tools import (
+from amid.server.tool_entries import MANIFEST_PATH, ToolEntry, load
+from amid.server.toolkit import ToolSpec, published_annotations, published_schema
+from amid.tools import (
     attempts,
     decisions,
     fm_registry,
@@ -86,21 +86,21 @@ def derive() -> list[ToolEntry]:
 
 
 def render(entries: list[ToolEntry]) -> str:
-    body = {"generated_by": "python -m server.tool_manifest", "tools": [e.as_json() for e in entries]}
+    body = {"generated_by": "python -m amid.server.tool_manifest", "tools": [e.as_json() for e in entries]}
     return json.dumps(body, indent=1, ensure_ascii=False) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m server.tool_manifest", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m amid.server.tool_manifest", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only compare; exit 1 if the file is stale")
     args = parser.parse_args(argv)
     text = render(derive())
     current = MANIFEST_PATH.read_text(encoding="utf-8") if MANIFEST_PATH.is_file() else ""
     if args.check:
         if text != current:
-            print(f"{MANIFEST_PATH.name} is stale: run `python -m server.tool_manifest`", file=sys.stderr)
+            print(f"{MANIFEST_PATH.name} is stale: run `python -m amid.server.tool_manifest`", file=sys.stderr)
             return 1
         return 0
     if text != current:

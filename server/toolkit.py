@@ -35,12 +35,12 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from mcp.types import Tool as ListedTool
 from pydantic import BaseModel, ConfigDict, Field
 
-from server.context import Services, ToolContext
-from server.errors import MESSAGE_CHARS, AmidError, Conflict, Forbidden, cut, shown
-from server.ledger import Identity, Role
-from server.ledger.idempotency import Receipt
-from server.tool_entries import ToolEntry
-from server.validation import validate_arguments
+from amid.server.context import Services, ToolContext
+from amid.server.errors import MESSAGE_CHARS, AmidError, Conflict, Forbidden, cut, shown
+from amid.server.ledger import Identity, Role
+from amid.server.ledger.idempotency import Receipt
+from amid.server.tool_entries import ToolEntry
+from amid.server.validation import validate_arguments
 
 log = logging.getLogger("amid.tools")
 ALL_ROLES: frozenset[Role] = frozenset({"agent", "supervisor", "human"})
@@ -292,7 +292,7 @@ def published_annotations(spec: ToolSpec) -> ToolAnnotations:
 
 def published_schema(spec: ToolSpec) -> dict[str, Any]:
     """The inputSchema clients are shown: the SDK's derivation from the arguments (a signature of
-    the input model's fields), made smaller. Computed by `server.tool_manifest`, not at start."""
+    the input model's fields), made smaller. Computed by `amid.server.tool_manifest`, not at start."""
 
     async def signature_only(**kwargs: Any) -> None:
         raise NotImplementedError

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from server.errors import InvalidInput, cut, shown
+from amid.server.errors import InvalidInput, cut, shown
 
 EXPECTED = {
     "missing": "a value: this argument is required",

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from server.errors import InvalidInput
-from server.processes import pid_alive
+from amid.server.errors import InvalidInput
+from amid.server.processes import pid_alive
 
 PREFIX = "amid-net-"  # the host's socket folders: PREFIX<supervisor pid>-<random>
 INSIDE = Path("/amid-net")  # where a worker sees its socket folder

@@ -15,15 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from server.errors import Conflict, InvalidInput, NotFound
-from server.holdout_split import split_holdout
-from server.ledger import Ledger, utcnow
-from server.processes import pid_alive
-from server.repo import init_commit_store
-from tools.task.cases import discover_cases
-from tools.task.contract import TaskContract, load_contract, write_contract
-from tools.task.folds import LockedFolds, make_folds
-from tools.task.importers import ImportedTask
+from amid.server.errors import Conflict, InvalidInput, NotFound
+from amid.server.holdout_split import split_holdout
+from amid.server.ledger import Ledger, utcnow
+from amid.server.processes import pid_alive
+from amid.server.repo import init_commit_store
+from amid.tools.task.cases import discover_cases
+from amid.tools.task.contract import TaskContract, load_contract, write_contract
+from amid.tools.task.folds import LockedFolds, make_folds
+from amid.tools.task.importers import ImportedTask
 
 SKILLS_SOURCE = Path(__file__).resolve().parent.parent / "skills"
 
@@ -197,7 +197,7 @@ def _record_grader_env(ws: Workspace, python: Path | None) -> None:
         raise InvalidInput(f"--grader-python: {python} is not a file", field="--grader-python")
     grader = ws.contract().grader
     if grader is not None:  # refused now, not in every review: it cannot import what the grader imports
-        from server.reviewer.grader_imports import check_grader_imports
+        from amid.server.reviewer.grader_imports import check_grader_imports
 
         check_grader_imports(resolved, ws.private_dir / grader.file)
     ws.grader_env_file.write_text(json.dumps({"python": str(resolved)}), encoding="utf-8")

@@ -6,9 +6,9 @@ from typing import Any, Literal
 
 from mcp import Client
 
-from server.app import build_app
-from server.context import Services
-from server.ledger import Identity, Role
+from amid.server.app import build_app
+from amid.server.context import Services
+from amid.server.ledger import Identity, Role
 
 
 def local_client(

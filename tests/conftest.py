@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from server.context import Services
-from server.ledger import Ledger
-from server.settings import Settings
-from server.workspace import Workspace, init_workspace
-from tools.task.demo_task import make_demo_task
-from tools.task.importers import import_task
+from amid.server.context import Services
+from amid.server.ledger import Ledger
+from amid.server.settings import Settings
+from amid.server.workspace import Workspace, init_workspace
+from amid.tools.task.demo_task import make_demo_task
+from amid.tools.task.importers import import_task
 
 
 @pytest.fixture(scope="session")
@@ -73,7 +73,7 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
     """`amid demo` run once per session, as the README runs it (a real subprocess). Read-only: tests
     that change the run copy `demo_run.root` first (with symlinks=True)."""
     root = tmp_path_factory.mktemp("demo") / "run"
-    demo = subprocess.Popen([sys.executable, "-m", "server.cli", "demo", "-w", str(root)], text=True,
+    demo = subprocess.Popen([sys.executable, "-m", "amid", "demo", "-w", str(root)], text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
     try:  # under the test's 300 s limit, so that a demo that does not finish says where it stood
         stdout, stderr = demo.communicate(timeout=DEMO_LIMIT_S)

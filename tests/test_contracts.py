@@ -9,11 +9,11 @@ from pathlib import Path
 
 from mcp import Client
 
-from server.app import build_app
-from server.context import Services
-from server.ledger import Identity
-from server.settings import documented_settings
-from server.tool_manifest import tool_specs
+from amid.server.app import build_app
+from amid.server.context import Services
+from amid.server.ledger import Identity
+from amid.server.settings import documented_settings
+from amid.server.tool_manifest import tool_specs
 from tests.clients import local_client
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,7 +94,7 @@ def test_the_start_of_an_attempt_cycle_fits_its_token_budget(services: Services)
 
 
 def test_every_error_class_has_a_distinct_code() -> None:
-    from server import errors
+    from amid.server import errors
 
     classes = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.AmidError)]
     codes = [c.code for c in classes]

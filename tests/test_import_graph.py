@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import grimp
 
-PACKAGES = ("server", "tools", "registry")
+PACKAGES = ("amid",)
 
 
 def _circles(graph: grimp.ImportGraph) -> list[list[str]]:

@@ -16,15 +16,15 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from server import sandbox
-from server.agent_repo import agent_commit, import_commit
-from server.artifacts import ArtifactStore, DeclaredFile, FrozenFile, collect
-from server.context import ToolContext
-from server.errors import NotFound, invalid
-from server.ledger.attempts import ArtifactRow, NewAttempt
-from server.paths import agent_worktree
-from server.repo import pin_commit
-from server.toolkit import WORKERS, Progress, ToolResult, ToolSpec
+from amid.server import sandbox
+from amid.server.agent_repo import agent_commit, import_commit
+from amid.server.artifacts import ArtifactStore, DeclaredFile, FrozenFile, collect
+from amid.server.context import ToolContext
+from amid.server.errors import NotFound, invalid
+from amid.server.ledger.attempts import ArtifactRow, NewAttempt
+from amid.server.paths import agent_worktree
+from amid.server.repo import pin_commit
+from amid.server.toolkit import WORKERS, Progress, ToolResult, ToolSpec
 
 
 class ArtifactPaths(BaseModel):

@@ -8,11 +8,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from server.context import ToolContext
-from server.errors import Conflict, invalid
-from server.finality import final_problems
-from server.ledger import Role
-from server.toolkit import ToolResult, ToolSpec
+from amid.server.context import ToolContext
+from amid.server.errors import Conflict, invalid
+from amid.server.finality import final_problems
+from amid.server.ledger import Role
+from amid.server.toolkit import ToolResult, ToolSpec
 
 SUPERVISOR: frozenset[Role] = frozenset({"supervisor"})
 Reason = Annotated[str, Field(min_length=3, max_length=2000, description="why, for the humans reading the ledger")]
@@ -75,7 +75,7 @@ class AuditResult(ToolResult):
 
 def audit_evidence(ctx: ToolContext, request: AuditInput) -> AuditResult:
     """Re-audit every accepted attempt (frozen files re-hashed, stored commits checked); failures are revoked."""
-    from server.reviewer.audit import audit
+    from amid.server.reviewer.audit import audit
 
     report = audit(ctx.ledger, ctx.workspace, requested_by=ctx.caller.agent_id)
     revoked = [a.attempt_id for a in report.attempts if a.revoked]

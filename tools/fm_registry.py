@@ -6,12 +6,12 @@ from typing import Annotated, Any, get_args
 
 from pydantic import BaseModel, Field, ValidationError, WithJsonSchema
 
-from registry.loader import load_foundation_models
-from registry.schemas import Access, Dimensionality, Modality, TaskFamily
-from server.context import ToolContext
-from server.errors import invalid
-from server.toolkit import ALL_ROLES, ToolResult, ToolSpec
-from tools.planning.fm_query import ModelHit, query_models
+from amid.registry.loader import load_foundation_models
+from amid.registry.schemas import Access, Dimensionality, Modality, TaskFamily
+from amid.server.context import ToolContext
+from amid.server.errors import invalid
+from amid.server.toolkit import ALL_ROLES, ToolResult, ToolSpec
+from amid.tools.planning.fm_query import ModelHit, query_models
 
 
 def _enum(kind: Any) -> WithJsonSchema:

@@ -6,11 +6,11 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel, Field
 
-from server.context import ToolContext
-from server.job_environment import JobEnvironment, job_environment, job_rule
-from server.ledger import utcnow
-from server.protocol import LOOP, RULES
-from server.toolkit import ALL_ROLES, ToolResult, ToolSpec
+from amid.server.context import ToolContext
+from amid.server.job_environment import JobEnvironment, job_environment, job_rule
+from amid.server.ledger import utcnow
+from amid.server.protocol import LOOP, RULES
+from amid.server.toolkit import ALL_ROLES, ToolResult, ToolSpec
 
 
 class GetTaskInput(BaseModel):

@@ -11,11 +11,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from server import runtime
-from server.context import ToolContext
-from server.errors import NotFound, forbidden, not_found
-from server.paths import confine
-from server.toolkit import ALL_ROLES, WORKERS, Created, IdempotencyKey, Progress, ToolResult, ToolSpec, receipt_for
+from amid.server import runtime
+from amid.server.context import ToolContext
+from amid.server.errors import NotFound, forbidden, not_found
+from amid.server.paths import confine
+from amid.server.toolkit import ALL_ROLES, WORKERS, Created, IdempotencyKey, Progress, ToolResult, ToolSpec, receipt_for
 
 RUN_GPU_JOB = "run_gpu_job"
 
@@ -93,7 +93,7 @@ class StartedJob(JobView):
 def run_gpu_job(ctx: ToolContext, request: RunJobInput) -> StartedJob:
     """Start a command as a detached job in your worktree (GPUs pinned by UUID); returns job_id at once.
     Poll get_job."""
-    from server.jobs.spec import JobSpec
+    from amid.server.jobs.spec import JobSpec
 
     cwd = confine(ctx.workspace, ctx.caller.agent_id, request.cwd, "cwd")
     tags = {k: v for k, v in (("lane", request.lane_id), ("attempt", request.attempt_id)) if v}

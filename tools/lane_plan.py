@@ -12,20 +12,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from registry.loader import load_foundation_models, load_lane_templates
-from server.context import Services, ToolContext
-from server.ledger import utcnow
-from server.ledger.lanes import LaneRow
-from tools import lane_steps
-from tools.planning.facts import PlanningFacts, facts_from_profile
-from tools.planning.planner import plan_portfolio
-from tools.planning.portfolio import ExcludedIdea, LaneSpec, Portfolio
-from tools.planning.proposals import LaneProposal, complete_proposal
-from tools.planning.render import PORTFOLIO_FILE, lane_markdown, portfolio_markdown
-from tools.planning.resources import Environment, detect_environment
-from tools.planning.steps import monai_config_for, monai_config_name
-from tools.profile_data import provide_profile
-from tools.profiling import CompactProfile, DataProfile
+from amid.registry.loader import load_foundation_models, load_lane_templates
+from amid.server.context import Services, ToolContext
+from amid.server.ledger import utcnow
+from amid.server.ledger.lanes import LaneRow
+from amid.tools import lane_steps
+from amid.tools.planning.facts import PlanningFacts, facts_from_profile
+from amid.tools.planning.planner import plan_portfolio
+from amid.tools.planning.portfolio import ExcludedIdea, LaneSpec, Portfolio
+from amid.tools.planning.proposals import LaneProposal, complete_proposal
+from amid.tools.planning.render import PORTFOLIO_FILE, lane_markdown, portfolio_markdown
+from amid.tools.planning.resources import Environment, detect_environment
+from amid.tools.planning.steps import monai_config_for, monai_config_name
+from amid.tools.profile_data import provide_profile
+from amid.tools.profiling import CompactProfile, DataProfile
 
 STATE_KEY = "lane_portfolio"
 CORE_PACKAGES = ("nnunetv2", "monai", "torch")

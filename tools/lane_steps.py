@@ -7,10 +7,10 @@ import os
 import sys
 from collections.abc import Callable
 
-from server.context import ToolContext
-from tools.planning.facts import PlanningFacts
-from tools.planning.portfolio import LaneSpec, ScaffoldStep
-from tools.planning.steps import scaffold_steps
+from amid.server.context import ToolContext
+from amid.tools.planning.facts import PlanningFacts
+from amid.tools.planning.portfolio import LaneSpec, ScaffoldStep
+from amid.tools.planning.steps import scaffold_steps
 
 StepBuilder = Callable[[LaneSpec, PlanningFacts], list[ScaffoldStep]]
 
@@ -27,7 +27,7 @@ def machine_gpus(ctx: ToolContext) -> int:
 def _local_gpus(ctx: ToolContext) -> int | None:
     if ctx.settings.job_backend != "local":
         return None
-    from server.jobs.gpu import NvmlInventory  # what runtime gives the local scheduler
+    from amid.server.jobs.gpu import NvmlInventory  # what runtime gives the local scheduler
 
     return len(NvmlInventory().gpus())
 

@@ -8,15 +8,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from registry.schemas import LaneFamily, Predicate
-from server.context import ToolContext
-from server.errors import conflict, invalid
-from server.ledger import utcnow
-from server.toolkit import ALL_ROLES, WORKERS, Created, IdempotencyKey, ToolResult, ToolSpec, receipt_for
-from server.untrusted import AGENT_TRUST, frame
-from tools.planning.portfolio import ScaffoldStep
-from tools.planning.proposals import LaneProposal
-from tools.planning.render import PORTFOLIO_FILE
+from amid.registry.schemas import LaneFamily, Predicate
+from amid.server.context import ToolContext
+from amid.server.errors import conflict, invalid
+from amid.server.ledger import utcnow
+from amid.server.toolkit import ALL_ROLES, WORKERS, Created, IdempotencyKey, ToolResult, ToolSpec, receipt_for
+from amid.server.untrusted import AGENT_TRUST, frame
+from amid.tools.planning.portfolio import ScaffoldStep
+from amid.tools.planning.proposals import LaneProposal
+from amid.tools.planning.render import PORTFOLIO_FILE
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -43,7 +43,7 @@ class LaneView(BaseModel):
 def _plan() -> ModuleType:
     """The planner (profile, templates, scaffolds: numpy and more), imported at the first lane call
     rather than at server start."""
-    from tools import lane_plan
+    from amid.tools import lane_plan
 
     return lane_plan
 
@@ -115,7 +115,7 @@ def claim_lane(ctx: ToolContext, request: ClaimLaneInput) -> ClaimLaneResult:
 
 def _steps(ctx: ToolContext, lane_id: str) -> list[ScaffoldStep]:
     """Rebuilt from the lane's spec (the ledger keeps no host paths) for this machine's devices."""
-    from tools import lane_steps
+    from amid.tools import lane_steps
 
     row = ctx.ledger.lanes.get(lane_id)
     if row is None:

@@ -15,10 +15,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from server.context import ToolContext
-from server.errors import not_found
-from server.toolkit import ALL_ROLES, WORKERS, Created, IdempotencyKey, ToolResult, ToolSpec, receipt_for
-from server.untrusted import AGENT_TRUST, frame
+from amid.server.context import ToolContext
+from amid.server.errors import not_found
+from amid.server.toolkit import ALL_ROLES, WORKERS, Created, IdempotencyKey, ToolResult, ToolSpec, receipt_for
+from amid.server.untrusted import AGENT_TRUST, frame
 
 NoteKind = Literal["observation", "reflection", "focus", "decision"]
 FOCUS_FIELDS = ("focus", "evidence", "remaining_budget", "abandon_condition")

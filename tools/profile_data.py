@@ -16,13 +16,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from server.context import Services, ToolContext
-from server.toolkit import ALL_ROLES, Progress, ToolResult, ToolSpec
-from server.workspace import Workspace
-from tools.task.answers_layout import IMAGE_ENDINGS
-from tools.task.cases import Case, discover_cases
-from tools.task.contract import TaskContract
-from tools.task.folds import LockedFolds
+from amid.server.context import Services, ToolContext
+from amid.server.toolkit import ALL_ROLES, Progress, ToolResult, ToolSpec
+from amid.server.workspace import Workspace
+from amid.tools.task.answers_layout import IMAGE_ENDINGS
+from amid.tools.task.cases import Case, discover_cases
+from amid.tools.task.contract import TaskContract
+from amid.tools.task.folds import LockedFolds
 
 REPORT_DIR = "memory/profile"
 ProgressFn = Callable[[int, int, str], None]
@@ -38,7 +38,7 @@ def _strata(task_dir: Path, contract: TaskContract) -> dict[str, dict[str, str]]
 
 
 def _profile_case(task_dir: Path, case: Case, strata: dict[str, dict[str, str]], train_ids: set[str]) -> Any:
-    from tools.profiling import ProfileCase
+    from amid.tools.profiling import ProfileCase
 
     # Benchmarks may reuse ids across splits (ldct-iqa: train 0000… and test 0000…).
     case_id = f"test/{case.case_id}" if case.split == "test" and case.case_id in train_ids else case.case_id
@@ -68,7 +68,7 @@ def _coco_file(task_dir: Path, contract: TaskContract) -> str | None:
 def _labels_table(task_dir: Path, contract: TaskContract) -> Any:
     """The labels table with the columns the reviewer scores: the prediction's id and value columns
     where the table has them (ldct-iqa: image_id, quality_score), else its first two columns."""
-    from tools.profiling import LabelsTable
+    from amid.tools.profiling import LabelsTable
 
     rel = contract.layout.labels_table
     if rel is None:
@@ -89,7 +89,7 @@ def _labels_table(task_dir: Path, contract: TaskContract) -> Any:
 
 def build_request(workspace: Workspace, contract: TaskContract, folds: LockedFolds) -> Any:
     """The profiling request for a workspace: public train and test cases, contract facts, locked folds."""
-    from tools.profiling import ProfileRequest
+    from amid.tools.profiling import ProfileRequest
 
     task_dir = workspace.task_dir.resolve()
     strata = _strata(task_dir, contract)
@@ -112,7 +112,7 @@ def build_request(workspace: Workspace, contract: TaskContract, folds: LockedFol
 
 
 def load_cached(workspace: Workspace, fingerprint: str) -> Any | None:
-    from tools.profiling import DataProfile
+    from amid.tools.profiling import DataProfile
 
     path = workspace.sub(REPORT_DIR) / "profile.json"
     if not path.is_file():
@@ -122,7 +122,7 @@ def load_cached(workspace: Workspace, fingerprint: str) -> Any | None:
 
 
 def compute_profile(workspace: Workspace, request: Any, progress: ProgressFn | None = None) -> Any:
-    from tools.profiling import profile_dataset, write_report
+    from amid.tools.profiling import profile_dataset, write_report
 
     profile = profile_dataset(request, progress)
     write_report(profile, workspace.sub(REPORT_DIR))
@@ -189,7 +189,7 @@ def profile_data(ctx: ToolContext, request: ProfileInput, progress: Progress | N
     """The data profile: inventory, geometry, intensities, labels, leakage risks, planning predicates with
     evidence, issues. Cached; refresh=true recomputes."""
     profile_request = build_request(ctx.workspace, ctx.contract, ctx.folds)
-    from tools.profiling import fingerprint
+    from amid.tools.profiling import fingerprint
 
     key = fingerprint(profile_request)
     cached = None if request.refresh else load_cached(ctx.workspace, key)
@@ -239,6 +239,6 @@ TOOL = ToolSpec(
 def provide_profile(services: Services) -> Any:
     """The current full profile, computed here if the cache is stale (the lane planner's provider)."""
     request = build_request(services.workspace, services.contract, services.folds)
-    from tools.profiling import fingerprint
+    from amid.tools.profiling import fingerprint
 
     return load_cached(services.workspace, fingerprint(request)) or compute_profile(services.workspace, request)

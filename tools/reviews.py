@@ -13,11 +13,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from server.context import ToolContext
-from server.errors import Conflict, invalid
-from server.reviewer import reviewer
-from server.reviewer.audit import evidence_changed
-from server.toolkit import ALL_ROLES, WORKERS, Progress, ToolResult, ToolSpec
+from amid.server.context import ToolContext
+from amid.server.errors import Conflict, invalid
+from amid.server.reviewer import reviewer
+from amid.server.reviewer.audit import evidence_changed
+from amid.server.toolkit import ALL_ROLES, WORKERS, Progress, ToolResult, ToolSpec
 
 POLL_S = 5.0
 

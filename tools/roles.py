@@ -6,10 +6,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from server.context import ToolContext
-from server.errors import invalid
-from server.toolkit import ToolResult, ToolSpec
-from tools.decisions import SUPERVISOR
+from amid.server.context import ToolContext
+from amid.server.errors import invalid
+from amid.server.toolkit import ToolResult, ToolSpec
+from amid.tools.decisions import SUPERVISOR
 
 RoleName = Literal["explorer", "optimizer", "challenger", "repair", "support", "finalizer"]
 

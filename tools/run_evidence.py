@@ -13,11 +13,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
-from server.context import ToolContext
-from server.errors import Conflict, InvalidInput
-from server.ledger import utcnow
-from server.ledger.supervision import EvidenceCursor
-from server.toolkit import ToolResult, ToolSpec
+from amid.server.context import ToolContext
+from amid.server.errors import Conflict, InvalidInput
+from amid.server.ledger import utcnow
+from amid.server.ledger.supervision import EvidenceCursor
+from amid.server.toolkit import ToolResult, ToolSpec
 
 
 class EvidenceInput(BaseModel):

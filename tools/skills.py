@@ -24,12 +24,12 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from server.context import ToolContext
-from server.errors import Conflict, DataUnreadable, NotFound, invalid
-from server.ledger.skills import NewSkillVersion, SkillVersion
-from server.toolkit import ALL_ROLES, WORKERS, ToolResult, ToolSpec
-from server.untrusted import AGENT_TRUST, SEEDED_TRUST, frame
-from server.workspace import SKILLS_SOURCE
+from amid.server.context import ToolContext
+from amid.server.errors import Conflict, DataUnreadable, NotFound, invalid
+from amid.server.ledger.skills import NewSkillVersion, SkillVersion
+from amid.server.toolkit import ALL_ROLES, WORKERS, ToolResult, ToolSpec
+from amid.server.untrusted import AGENT_TRUST, SEEDED_TRUST, frame
+from amid.server.workspace import SKILLS_SOURCE
 
 FRONT_MATTER = re.compile(r"^---\nname: (?P<name>.+)\ndescription: (?P<description>.+)\n(?:.*\n)*?---\n", re.M)
 SKILL_NAME = r"^[a-z0-9][a-z0-9-]{1,47}$"

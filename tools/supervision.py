@@ -6,9 +6,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from server.context import ToolContext
-from server.errors import NotFound
-from server.toolkit import ToolResult, ToolSpec
+from amid.server.context import ToolContext
+from amid.server.errors import NotFound
+from amid.server.toolkit import ToolResult, ToolSpec
 
 
 class SnapshotInput(BaseModel):

@@ -6,10 +6,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from server.context import ToolContext
-from server.errors import not_found
-from server.ledger import utcnow
-from server.toolkit import Created, IdempotencyKey, ToolResult, ToolSpec
+from amid.server.context import ToolContext
+from amid.server.errors import not_found
+from amid.server.ledger import utcnow
+from amid.server.toolkit import Created, IdempotencyKey, ToolResult, ToolSpec
 
 WorkerState = Literal["starting", "running", "idle", "paused", "backoff", "retired"]
 

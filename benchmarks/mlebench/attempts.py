@@ -17,9 +17,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from amid.server.workspace import Workspace
+from amid.tools.task.fold_answers import write_fold_answers
 from benchmarks.rexmle_conformance import MEMORISED_PY, _commit, _grader_ran, _zip
-from server.workspace import Workspace
-from tools.task.fold_answers import write_fold_answers
 
 HARNESS = Path(__file__).resolve().parent / "harness.py"
 ROUNDING = 5e-6  # MLE-bench's Grader rounds a score to 5 decimals

@@ -17,9 +17,9 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from server.workspace import Workspace, read_server_marker
+from amid.server.workspace import Workspace, read_server_marker
 
-JOB_WRAPPER = "server.jobs.wrapper"
+JOB_WRAPPER = "amid.server.jobs.wrapper"
 
 
 def free_port() -> int:
@@ -43,7 +43,7 @@ class Server:
 
     def spawn(self) -> subprocess.Popen[bytes]:
         root, port = str(self.workspace.root), str(self.port)
-        command = [sys.executable, "-m", "server.cli", "serve", "-w", root, "--port", port]
+        command = [sys.executable, "-m", "amid", "serve", "-w", root, "--port", port]
         with (self.workspace.control_dir / "serve.log").open("ab") as log:
             self.process = subprocess.Popen(
                 command, stdout=subprocess.DEVNULL, stderr=log, env={**os.environ, **self.env, "PYTHONUNBUFFERED": "1"}

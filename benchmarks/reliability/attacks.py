@@ -32,10 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import httpx2
 from mcp import Client
 
+from amid.server.local_client import call as admin_call
+from amid.server.mcp_client import call, connect
+from amid.server.workspace import Workspace
 from benchmarks.reliability._server import Server
-from server.local_client import call as admin_call
-from server.mcp_client import call, connect
-from server.workspace import Workspace
 
 CODED = re.compile(r"\b(INVALID_INPUT|NOT_FOUND|CONFLICT|FORBIDDEN|DATA_UNREADABLE|JOB_FAILED): ")
 ECHO_LIMIT = 4000  # bytes of an error reply; a refusal must not echo a huge argument back
@@ -277,7 +277,7 @@ def _fill(scene: Scene, arguments: dict[str, Any], tool: str) -> dict[str, Any]:
 
 def role_attacks(scene: Scene) -> list[tuple[str, str, str, dict[str, Any]]]:
     """Every tool whose roles leave out `agent` or `human`, called with that role's token."""
-    from server.tool_manifest import tool_specs
+    from amid.server.tool_manifest import tool_specs
 
     found = []
     for spec in tool_specs():

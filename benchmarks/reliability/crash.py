@@ -30,11 +30,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from amid.server.local_client import call as admin_call
+from amid.server.mcp_client import ToolCallFailed, call, connect
+from amid.server.workspace import Workspace
 from benchmarks.reliability._server import SIGNALS, Server, descendants, settle_leftovers
 from benchmarks.reliability.crash_audit import Ledgerless, audit
-from server.local_client import call as admin_call
-from server.mcp_client import ToolCallFailed, call, connect
-from server.workspace import Workspace
 
 MOMENTS = ("submit", "startup", "note", "review", "job", "run_job")
 CALL_TIMEOUT_S = 45.0

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from server.ledger import Ledger
-from server.ledger.database import Database
-from server.workspace import Workspace
+from amid.server.ledger import Ledger
+from amid.server.ledger.database import Database
+from amid.server.workspace import Workspace
 
 
 @dataclass

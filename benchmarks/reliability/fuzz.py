@@ -16,10 +16,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from amid.server.connect import ensure_worktree
+from amid.server.demo import start_server, stop_server
+from amid.server.local_client import call as admin_call
 from benchmarks._common import demo_workspace, write_result
-from server.connect import ensure_worktree
-from server.demo import start_server, stop_server
-from server.local_client import call as admin_call
 from tests.reliability.fuzzing import Fuzzer, prepare_worktree
 from tests.reliability.test_fuzz import ledger_counter
 

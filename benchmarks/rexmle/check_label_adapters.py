@@ -25,9 +25,9 @@ from PIL import Image
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from registry.loader import label_adapters  # noqa: E402
-from registry.schemas import LabelAdapterEntry  # noqa: E402
-from tools.task.label_adapters import convert  # noqa: E402
+from amid.registry.loader import label_adapters  # noqa: E402
+from amid.registry.schemas import LabelAdapterEntry  # noqa: E402
+from amid.tools.task.label_adapters import convert  # noqa: E402
 
 RASTER_ENDINGS = (".tif", ".tiff", ".png")
 

@@ -42,12 +42,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from amid.server import admin
+from amid.server.demo import start_server, stop_server
+from amid.server.ledger import Ledger
+from amid.server.workspace import Workspace
 from benchmarks import load
 from benchmarks._common import demo_workspace, write_result
-from server import admin
-from server.demo import start_server, stop_server
-from server.ledger import Ledger
-from server.workspace import Workspace
 
 SIZES = (16, 64, 128, 256)  # 128: between the last size one server keeps up with and the first it does not
 PROBE_S = 0.01  # the client's event-loop lag probe: how late a 10 ms sleep wakes

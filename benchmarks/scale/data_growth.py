@@ -14,9 +14,9 @@ Measured per dataset:
 - peak RSS of the server and of its workers, sampled from /proc every 50 ms (each process's VmHWM, and
   the largest sum of VmRSS over the server's whole process tree);
 - the second call: its wall time, whether any worker process started, and whether profile.json was
-  rewritten (the cache key is every file's size and mtime_ns, `tools.profiling.profile.fingerprint`).
+  rewritten (the cache key is every file's size and mtime_ns, `amid.tools.profiling.profile.fingerprint`).
 
-Then the reviewer's metric code (`tools.metrics`: Dice, then one surface-distance pass for HD95 and NSD)
+Then the reviewer's metric code (`amid.tools.metrics`: Dice, then one surface-distance pass for HD95 and NSD)
 beside MONAI's CPU metrics (compute_dice, compute_hausdorff_distance, compute_surface_dice) on a few
 512 x 512 x 400 uint8 mask pairs (benchmarks/metrics_vs_monai.py's generator), each library in its own
 process: seconds per pair, the largest value difference, and the peak RSS each adds over the masks it
@@ -332,7 +332,7 @@ def _inflate(job: tuple[str, str]) -> int:
 
 
 def _ready_all(_: None) -> bool:
-    from tools.profiling import casework  # noqa: F401  the profiler's workers import it too
+    from amid.tools.profiling import casework  # noqa: F401  the profiler's workers import it too
 
     time.sleep(0.05)
     return True
@@ -341,7 +341,7 @@ def _ready_all(_: None) -> bool:
 def floor_child(folder: Path, workers: int, out: Path) -> None:
     import multiprocessing
 
-    from tools.profiling.pool import _quiet_worker
+    from amid.tools.profiling.pool import _quiet_worker
 
     files = [str(p) for p in data_files(folder)]
     context = multiprocessing.get_context("spawn")
@@ -407,10 +407,10 @@ def _until_ready(url: str, token: str) -> tuple[dict[str, Any], int]:
 
 
 def profile_through_server(folder: Path, work: Path) -> dict[str, Any]:
-    from server.demo import start_server, stop_server
-    from server.local_client import call as admin_call
-    from server.workspace import Workspace, init_workspace
-    from tools.task.importers import import_task
+    from amid.server.demo import start_server, stop_server
+    from amid.server.local_client import call as admin_call
+    from amid.server.workspace import Workspace, init_workspace
+    from amid.tools.task.importers import import_task
 
     ws_path = work / f"ws_{folder.name}"
     init_workspace(import_task(folder), ws_path, link_data=True)

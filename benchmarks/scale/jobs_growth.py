@@ -36,13 +36,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from amid.server.jobs.backend import Backend
+from amid.server.jobs.gpu import StaticInventory
+from amid.server.jobs.local import LocalBackend
+from amid.server.jobs.scheduler import JobScheduler
+from amid.server.jobs.spec import JobSpec
 from benchmarks._common import write_result
 from benchmarks.job_dispatch import CONCURRENCY, stamp_argv, stamped_at, via_scheduler, wait_all
-from server.jobs.backend import Backend
-from server.jobs.gpu import StaticInventory
-from server.jobs.local import LocalBackend
-from server.jobs.scheduler import JobScheduler
-from server.jobs.spec import JobSpec
 
 
 def rss_mb() -> dict[str, float]:
@@ -255,8 +255,8 @@ def run_local(root: Path, sizes: list[int]) -> dict[str, Any]:
 
 
 def run_ray(root: Path, sizes: list[int], window_s: float) -> dict[str, Any]:
-    from server.jobs.ray_backend import RayBackend
-    from server.jobs.ray_cluster import LocalRayCluster
+    from amid.server.jobs.ray_backend import RayBackend
+    from amid.server.jobs.ray_cluster import LocalRayCluster
 
     out: dict[str, Any] = {}
     with LocalRayCluster(num_cpus=CONCURRENCY, num_gpus=2) as cluster:

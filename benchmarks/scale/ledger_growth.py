@@ -1,7 +1,7 @@
 """How tool calls, `amid report`, `amid export` and a supervisor tick grow with the ledger's history.
 
 For each size N (attempts) a fresh demo workspace gets a generated run through the ledger's own
-write path (server.ledger: `Attempts.create`, `Reviews.request/start/finish`, `Notes.add`,
+write path (amid.server.ledger: `Attempts.create`, `Reviews.request/start/finish`, `Notes.add`,
 `Activity.log`, `Lanes.claim`): 8 agents on 6 lanes, N attempts, 10 events per attempt (deferred
 `tool_call` events, as the server writes them), 1 note per 10 attempts, 1 review per 10 attempts
 (two accepted, one rejected in three). Then a real `amid serve` is started on it and, over HTTP
@@ -14,7 +14,7 @@ write path (server.ledger: `Attempts.create`, `Reviews.request/start/finish`, `N
 - after a write: the same tools, each call preceded (untimed) by a withdraw_attempt and a
   post_note of another agent, so every cached answer that reads attempts or notes is stale;
 - `amid report` and `amid export` as CLI subprocesses (through the running server);
-- one supervisor tick (server.supervisor.loop.Supervisor.tick over an MCP client, as `amid supervise`).
+- one supervisor tick (amid.server.supervisor.loop.Supervisor.tick over an MCP client, as `amid supervise`).
 
 Reference in the same run: the MCP SDK's bare server with one trivial tool (`ping`), same client,
 same calls; figures are also given as ratios to its p50. Growth: each figure at the largest size
@@ -42,19 +42,19 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from amid.server.demo import start_server, stop_server
+from amid.server.ledger import Ledger
+from amid.server.ledger.attempts import NewAttempt
+from amid.server.ledger.database import utcnow
+from amid.server.ledger.lanes import LaneRow
+from amid.server.ledger.reviews import CheckRow, MetricRow, ReviewOutcome, Verdict
+from amid.server.local_client import call as admin_call
+from amid.server.mcp_client import call as mcp_call
+from amid.server.mcp_client import connect
+from amid.server.supervisor.loop import Supervisor
+from amid.server.workspace import Workspace
 from benchmarks._common import demo_workspace, write_result
 from benchmarks.load import BARE_SERVER, _free_port, _wait_ready, cpu_seconds, rpc
-from server.demo import start_server, stop_server
-from server.ledger import Ledger
-from server.ledger.attempts import NewAttempt
-from server.ledger.database import utcnow
-from server.ledger.lanes import LaneRow
-from server.ledger.reviews import CheckRow, MetricRow, ReviewOutcome, Verdict
-from server.local_client import call as admin_call
-from server.mcp_client import call as mcp_call
-from server.mcp_client import connect
-from server.supervisor.loop import Supervisor
-from server.workspace import Workspace
 
 AGENTS = [f"agent-{i}" for i in range(8)]
 LANES = ["baseline", "nnunet-2d", "nnunet-3d", "unet-monai", "swin-unetr", "calibration"]
@@ -294,7 +294,7 @@ def _settle(pid: int, timeout_s: float = 60.0) -> float:
 
 def _cli(ws: Workspace, *args: str) -> float:
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "server.cli", *args, "-w", str(ws.root)], check=True, capture_output=True)
+    subprocess.run([sys.executable, "-m", "amid", *args, "-w", str(ws.root)], check=True, capture_output=True)
     return time.perf_counter() - t0
 
 

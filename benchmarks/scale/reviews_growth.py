@@ -13,7 +13,7 @@ inference command (PRED_NOT_REPRODUCED and the perturbed-copy stability check). 
     sandbox_none     review_workers = 2, replay_sandbox = none: the same reviews unconfined (the
                      reference for the sandbox's cost inside a review)
     sandbox_direct   the same replay command (the demo model on one fold's validation cases) run
-                     directly, wrapped by server.sandbox.wrap('bwrap') and unwrapped ('none'),
+                     directly, wrapped by amid.server.sandbox.wrap('bwrap') and unwrapped ('none'),
                      alternated, R times each; and `python -c pass` the same way (bwrap's fixed cost)
 
 The sandbox share is (bwrap - none) / bwrap of the replay's wall time, median over runs: target
@@ -47,19 +47,19 @@ import nibabel as nib
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from amid.server.context import Services
+from amid.server.ledger import Ledger
+from amid.server.reviewer import reviewer, stop_reviewer
+from amid.server.reviewer.bounded import run_bounded
+from amid.server.reviewer.replay import fill
+from amid.server.reviewer.staging import stage_case
+from amid.server.sandbox import Mounts, SandboxKind, SandboxSetting, placeholders, replay_env, wrap
+from amid.server.settings import Settings
+from amid.tools.task.demo_task import make_demo_task
 from benchmarks._common import demo_workspace, write_result
 from benchmarks.review_throughput import _prepare, _run
 from benchmarks.scale.jobs_growth import quantiles
-from server.context import Services
-from server.ledger import Ledger
-from server.reviewer import reviewer, stop_reviewer
-from server.reviewer.bounded import run_bounded
-from server.reviewer.replay import fill
-from server.reviewer.staging import stage_case
-from server.sandbox import Mounts, SandboxKind, SandboxSetting, placeholders, replay_env, wrap
-from server.settings import Settings
 from tests.server.reviewer.sandbox import MODEL_REPLAY, PREDICT_PY, AgentSandbox
-from tools.task.demo_task import make_demo_task
 
 LARGE_SCALE = 4  # --large: 256 x 256 x 80 voxels of 0.2 x 0.2 x 1 mm, 64 times the demo's
 MARK = "label[x : x + 4, y : y + 4, z : z + 2] = 1"  # the checkpoint's block in the sandbox's model

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from server.jobs.spec import BackendName, JobSpec, JobStatus
+from amid.server.jobs.spec import BackendName, JobSpec, JobStatus
 
 
 @dataclass(frozen=True)

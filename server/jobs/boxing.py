@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from server import sandbox
-from server.errors import JobFailed
-from server.jobs.backend import JobHandle
-from server.sandbox import JobBox, JobNetwork, SandboxKind, SandboxSetting
+from amid.server import sandbox
+from amid.server.errors import JobFailed
+from amid.server.jobs.backend import JobHandle
+from amid.server.sandbox import JobBox, JobNetwork, SandboxKind, SandboxSetting
 
 if TYPE_CHECKING:
-    from server.workspace import Workspace
+    from amid.server.workspace import Workspace
 
 SCRATCH = "scratch"  # in the job's folder: its HOME and TMPDIR inside the box
 

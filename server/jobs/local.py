@@ -15,17 +15,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
-from server import sandbox
-from server.errors import JobFailed
-from server.jobs import files
-from server.jobs.backend import JobHandle, Observation
-from server.jobs.boxing import JobBoxing, admit, boxed
-from server.jobs.procs import ProcessIdentity, identify, is_alive, terminate_group
-from server.jobs.spec import TERMINAL, BackendName, JobStatus
+from amid import PACKAGE_ROOT
+from amid.server import sandbox
+from amid.server.errors import JobFailed
+from amid.server.jobs import files
+from amid.server.jobs.backend import JobHandle, Observation
+from amid.server.jobs.boxing import JobBoxing, admit, boxed
+from amid.server.jobs.procs import ProcessIdentity, identify, is_alive, terminate_group
+from amid.server.jobs.spec import TERMINAL, BackendName, JobStatus
 
-# `cd` so that `-m server.jobs.wrapper` finds this package without touching the job's PYTHONPATH.
-_LAUNCH_SCRIPT = 'cd "$1" && exec "$2" -m server.jobs.wrapper "$3"'
-_PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+# `cd` so that `-m amid.server.jobs.wrapper` finds this package without touching the job's PYTHONPATH.
+_LAUNCH_SCRIPT = 'cd "$1" && exec "$2" -m amid.server.jobs.wrapper "$3"'
 
 
 class LocalBackend:
@@ -94,7 +94,7 @@ class LocalBackend:
         log_flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
         return os.posix_spawn(
             "/bin/sh",
-            ["/bin/sh", "-c", _LAUNCH_SCRIPT, "amid-wrapper", str(_PACKAGE_ROOT), self._python, str(job_dir)],
+            ["/bin/sh", "-c", _LAUNCH_SCRIPT, "amid-wrapper", str(PACKAGE_ROOT), self._python, str(job_dir)],
             self._base_env,
             file_actions=[
                 (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),

@@ -11,7 +11,7 @@ import queue
 import threading
 from collections.abc import Callable
 
-from server.jobs.spec import JobState
+from amid.server.jobs.spec import JobState
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from server.jobs.gpu import GpuInfo
+from amid.server.jobs.gpu import GpuInfo
 
 Verdict = Literal["placed", "wait", "blocked", "impossible"]
 SLOT_WAIT = "waiting for a free slot: the concurrent job limit is reached"

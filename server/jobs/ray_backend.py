@@ -16,11 +16,11 @@ import threading
 from datetime import UTC, datetime
 from typing import Any
 
-from server.errors import JobFailed
-from server.jobs import files
-from server.jobs.backend import JobHandle, Observation
-from server.jobs.boxing import JobBoxing, admit, boxed
-from server.jobs.spec import BackendName, JobStatus
+from amid.server.errors import JobFailed
+from amid.server.jobs import files
+from amid.server.jobs.backend import JobHandle, Observation
+from amid.server.jobs.boxing import JobBoxing, admit, boxed
+from amid.server.jobs.spec import BackendName, JobStatus
 
 log = logging.getLogger(__name__)
 

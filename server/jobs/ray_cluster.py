@@ -21,8 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from server.errors import JobFailed
-from server.jobs.procs import session_members
+from amid.server.errors import JobFailed
+from amid.server.jobs.procs import session_members
 
 _PORT_FLAGS = (
     "port", "dashboard-port", "dashboard-agent-listen-port", "dashboard-agent-grpc-port",
@@ -64,7 +64,7 @@ class LocalRayCluster:
         ]  # fmt: skip
 
     def _wait_ready(self, timeout_s: float) -> None:
-        from server.jobs.ray_backend import RayBackend
+        from amid.server.jobs.ray_backend import RayBackend
 
         deadline = time.monotonic() + timeout_s
         while True:

@@ -18,15 +18,15 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from server.errors import Conflict, NotFound, invalid, shown
-from server.jobs import files
-from server.jobs.backend import Backend, JobHandle, Observation
-from server.jobs.gpu import GpuInventory
-from server.jobs.notify import Listener, Notifier
-from server.jobs.placement import SLOT_WAIT, Placement, Waiting, agent_loads, place, plan_dispatch
-from server.jobs.spec import JobSpec, JobState
-from server.jobs.store import JobStore, LogTail
-from server.jobs.transitions import ended, observed
+from amid.server.errors import Conflict, NotFound, invalid, shown
+from amid.server.jobs import files
+from amid.server.jobs.backend import Backend, JobHandle, Observation
+from amid.server.jobs.gpu import GpuInventory
+from amid.server.jobs.notify import Listener, Notifier
+from amid.server.jobs.placement import SLOT_WAIT, Placement, Waiting, agent_loads, place, plan_dispatch
+from amid.server.jobs.spec import JobSpec, JobState
+from amid.server.jobs.store import JobStore, LogTail
+from amid.server.jobs.transitions import ended, observed
 
 log = logging.getLogger(__name__)
 KEEP_ENDED = 1000  # ended jobs' states kept in memory (get_job right after the end, retries)

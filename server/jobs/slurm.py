@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from server.errors import JobFailed
-from server.jobs import files
-from server.jobs.backend import JobHandle, Observation
-from server.jobs.boxing import JobBoxing, admit, boxed
-from server.jobs.spec import BackendName, JobStatus
+from amid.server.errors import JobFailed
+from amid.server.jobs import files
+from amid.server.jobs.backend import JobHandle, Observation
+from amid.server.jobs.boxing import JobBoxing, admit, boxed
+from amid.server.jobs.spec import BackendName, JobStatus
 
 SCRIPT = "slurm.sh"
 EXIT_RECORD = "slurm_exit.json"

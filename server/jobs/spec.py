@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from server.errors import InvalidInput, invalid
+from amid.server.errors import InvalidInput, invalid
 
 JobStatus = Literal["queued", "running", "succeeded", "failed", "cancelled", "timed_out", "lost"]
 TERMINAL: frozenset[str] = frozenset({"succeeded", "failed", "cancelled", "timed_out", "lost"})

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from server.errors import DataUnreadable
-from server.jobs import files
-from server.jobs.spec import JobState, JobStatus
+from amid.server.errors import DataUnreadable
+from amid.server.jobs import files
+from amid.server.jobs.spec import JobState, JobStatus
 
 
 class LogTail(BaseModel):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from server.jobs import files
-from server.jobs.backend import Observation
-from server.jobs.spec import JobState, JobStatus
+from amid.server.jobs import files
+from amid.server.jobs.backend import Observation
+from amid.server.jobs.spec import JobState, JobStatus
 
 
 def observed(state: JobState, seen: Observation, stop_cause: str | None) -> JobState:

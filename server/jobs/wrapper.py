@@ -1,4 +1,4 @@
-"""The small process that runs one job: `python -m server.jobs.wrapper JOB_DIR`.
+"""The small process that runs one job: `python -m amid.server.jobs.wrapper JOB_DIR`.
 
 It is started in its own session, so it outlives a server restart. It records its identity,
 runs the command in a new process group with logs to files, stops the whole group on a stop
@@ -22,11 +22,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from server.jobs import files
-from server.jobs.procs import group_members, identify, terminate_group
+from amid.server.jobs import files
+from amid.server.jobs.procs import group_members, identify, terminate_group
 
 if TYPE_CHECKING:
-    from server.jobs.gpu import GpuInventory
+    from amid.server.jobs.gpu import GpuInventory
 
 _TICK_S = 0.1
 
@@ -185,7 +185,7 @@ class PeakSampler:
         uuids = launch.get("gpu_uuids") or []
         if not uuids:
             return None
-        from server.jobs.gpu import NvmlInventory  # pydantic and NVML only for GPU jobs
+        from amid.server.jobs.gpu import NvmlInventory  # pydantic and NVML only for GPU jobs
 
         inventory = NvmlInventory()
         if inventory.unavailable_reason is not None:

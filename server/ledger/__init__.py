@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from server.ledger.activity import Activity
-from server.ledger.attempts import Attempts
-from server.ledger.audits import Audits
-from server.ledger.database import Database, utcnow
-from server.ledger.idempotency import IdempotencyKeys
-from server.ledger.identity import Identities, Identity, Role
-from server.ledger.jobs import Jobs
-from server.ledger.lanes import Lanes
-from server.ledger.notes import Notes
-from server.ledger.reviews import Reviews
-from server.ledger.roles import Roles
-from server.ledger.skills import Skills
-from server.ledger.supervision import Supervision
-from server.ledger.workers import Workers
+from amid.server.ledger.activity import Activity
+from amid.server.ledger.attempts import Attempts
+from amid.server.ledger.audits import Audits
+from amid.server.ledger.database import Database, utcnow
+from amid.server.ledger.idempotency import IdempotencyKeys
+from amid.server.ledger.identity import Identities, Identity, Role
+from amid.server.ledger.jobs import Jobs
+from amid.server.ledger.lanes import Lanes
+from amid.server.ledger.notes import Notes
+from amid.server.ledger.reviews import Reviews
+from amid.server.ledger.roles import Roles
+from amid.server.ledger.skills import Skills
+from amid.server.ledger.supervision import Supervision
+from amid.server.ledger.workers import Workers
 
 __all__ = ["Database", "Identity", "Ledger", "Role", "utcnow"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from server.ledger.database import Database, utcnow
+from amid.server.ledger.database import Database, utcnow
 
 
 class Activity:

@@ -2,7 +2,7 @@
 
 An attempt is recorded in one transaction with every artifact row and every declared (`agent`)
 metric row, so a failed submission leaves nothing behind. Reviewer rows are written by
-`server.ledger.reviews`; declared and verified rows never overwrite each other.
+`amid.server.ledger.reviews`; declared and verified rows never overwrite each other.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.errors import Conflict, Forbidden, NotFound
-from server.ledger.database import Database, utcnow
+from amid.server.errors import Conflict, Forbidden, NotFound
+from amid.server.ledger.database import Database, utcnow
 
 ATTEMPT_STATUSES = ("pending", "in_review", "accepted", "rejected", "withdrawn", "revoked")
 

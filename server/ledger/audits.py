@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from server.ledger.database import Database, utcnow
+from amid.server.ledger.database import Database, utcnow
 
 
 @dataclass(frozen=True)

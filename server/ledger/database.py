@@ -29,8 +29,8 @@ from typing import Any, TypeVar
 
 import duckdb
 
-from server.errors import Conflict
-from server.ledger import readonly
+from amid.server.errors import Conflict
+from amid.server.ledger import readonly
 
 
 def utcnow() -> datetime:
@@ -39,7 +39,7 @@ def utcnow() -> datetime:
 
 
 def _migrations() -> list[tuple[int, str]]:
-    folder = resources.files("server.ledger") / "migrations"
+    folder = resources.files("amid.server.ledger") / "migrations"
     found = []
     for entry in folder.iterdir():
         if entry.name.endswith(".sql"):

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from server.ledger.database import Database, Transaction, utcnow
+from amid.server.ledger.database import Database, Transaction, utcnow
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from server.errors import Conflict, NotFound, invalid
-from server.ledger.database import Database, utcnow
+from amid.server.errors import Conflict, NotFound, invalid
+from amid.server.ledger.database import Database, utcnow
 
 Role = Literal["agent", "supervisor", "human"]
 ROLES: tuple[Role, ...] = ("agent", "supervisor", "human")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from server.ledger.database import Database
+from amid.server.ledger.database import Database
 
 JSON_COLUMNS = ("command", "gpu_uuids", "tags")
 COLUMNS = (

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from server.errors import Conflict, conflict, not_found
-from server.ledger.database import Database, Transaction
-from server.ledger.idempotency import IdempotencyKeys, Receipt
-from server.ledger.reviews import VERDICT_TABLES, verdicts_version
+from amid.server.errors import Conflict, conflict, not_found
+from amid.server.ledger.database import Database, Transaction
+from amid.server.ledger.idempotency import IdempotencyKeys, Receipt
+from amid.server.ledger.reviews import VERDICT_TABLES, verdicts_version
 
 UNCLAIMABLE = frozenset({"waived", "retired"})
 TIER_SQL_ORDER = "CASE tier WHEN 'primary' THEN 0 WHEN 'secondary' THEN 1 ELSE 2 END"

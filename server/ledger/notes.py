@@ -7,8 +7,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from server.ledger.database import Database, utcnow
-from server.ledger.idempotency import IdempotencyKeys, Receipt
+from amid.server.ledger.database import Database, utcnow
+from amid.server.ledger.idempotency import IdempotencyKeys, Receipt
 
 
 class Notes:

@@ -26,8 +26,8 @@ from typing import Any
 
 import duckdb
 
-from server.errors import InvalidInput
-from server.processes import pid_alive
+from amid.server.errors import InvalidInput
+from amid.server.processes import pid_alive
 
 DEFAULT_LIMIT = 1000
 MAX_LIMIT = 100_000

@@ -12,9 +12,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from server.errors import Conflict, conflict, forbidden, not_found
-from server.ledger.database import Database, utcnow
-from server.ranking import rank_rows
+from amid.server.errors import Conflict, conflict, forbidden, not_found
+from amid.server.ledger.database import Database, utcnow
+from amid.server.ranking import rank_rows
 
 Verdict = Literal["accepted", "rejected"]
 
@@ -278,7 +278,7 @@ class Reviews:
 
     def leaderboard(self, higher_is_better: bool, lane_id: str | None, per_lane: int) -> list[dict[str, Any]]:
         """Accepted attempts ranked within each lane by the pessimistic bound of their verified primary
-        score (`server.ranking`), each with its rank, bound, standard error and number of tries. The
+        score (`amid.server.ranking`), each with its rank, bound, standard error and number of tries. The
         ranked answer is kept between writes: ranking every accepted attempt at each call grew with
         the run (3,363 accepted: 27 ms of server CPU per call, against 3.6 ms with 63)."""
         sql = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.ledger.database import Database, utcnow
+from amid.server.ledger.database import Database, utcnow
 
 ROLES = ("explorer", "optimizer", "challenger", "repair", "support", "finalizer")
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from server.errors import Conflict
-from server.ledger.database import Database, utcnow
+from amid.server.errors import Conflict
+from amid.server.ledger.database import Database, utcnow
 
 COLUMNS = "name, version, author, description, sha256, path, created_at"
 

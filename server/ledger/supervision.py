@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from server.errors import Conflict, NotFound
-from server.ledger.database import Database, utcnow
+from amid.server.errors import Conflict, NotFound
+from amid.server.ledger.database import Database, utcnow
 
 STAGES = ("exploration", "exploitation", "finalization", "done")
 LANE_DECISIONS = ("covered", "plateaued", "promoted", "challenger", "waived", "retired")

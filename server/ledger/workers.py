@@ -6,7 +6,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from server.ledger.database import Database, utcnow
+from amid.server.ledger.database import Database, utcnow
 
 
 class Workers:

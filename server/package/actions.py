@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from server.ledger import Ledger
-from server.ledger.packages import Packages
-from server.workspace import Workspace
+from amid.server.ledger import Ledger
+from amid.server.ledger.packages import Packages
+from amid.server.workspace import Workspace
 
 
 def finalize(ledger: Ledger, workspace: Workspace, body: dict[str, Any]) -> dict[str, Any]:
-    from server.package.finalize import finalize as run
+    from amid.server.package.finalize import finalize as run
 
     attempt = body.get("attempt_id")
     return run(ledger, workspace, str(attempt) if attempt else None, force=bool(body.get("force")))

@@ -20,9 +20,9 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from server.package.checks import PackageCheck, failed, passed, same_numbers
-from server.package.layout import ATTESTATION, MANIFEST, PACKAGE_KEY, UNLISTED, cached_entry, tree_files
-from server.package.signing import (
+from amid.server.package.checks import PackageCheck, failed, passed, same_numbers
+from amid.server.package.layout import ATTESTATION, MANIFEST, PACKAGE_KEY, UNLISTED, cached_entry, tree_files
+from amid.server.package.signing import (
     PAYLOAD_TYPE,
     PREDICATE_KEYS,
     PUBLIC_FILE,

@@ -21,14 +21,14 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from server.errors import Conflict
-from server.ledger import Ledger
-from server.ledger.packages import Packages
-from server.package import content, readme
-from server.package.attestation import TrustedKey, signature_check, statement_check
-from server.package.environment import environment
-from server.package.evidence import PackageEvidence, gather
-from server.package.layout import (
+from amid.server.errors import Conflict
+from amid.server.ledger import Ledger
+from amid.server.ledger.packages import Packages
+from amid.server.package import content, readme
+from amid.server.package.attestation import TrustedKey, signature_check, statement_check
+from amid.server.package.environment import environment
+from amid.server.package.evidence import PackageEvidence, gather
+from amid.server.package.layout import (
     MANIFEST,
     MANIFEST_HASH,
     UNLISTED,
@@ -38,10 +38,10 @@ from server.package.layout import (
     package_path,
     tree_files,
 )
-from server.package.signing import fingerprint, run_key, sign_package
-from server.repo import detached_worktree, stored_commit
-from server.workspace import Workspace
-from tools.scaffolds.vendoring import scaffold_in, vendor
+from amid.server.package.signing import fingerprint, run_key, sign_package
+from amid.server.repo import detached_worktree, stored_commit
+from amid.server.workspace import Workspace
+from amid.tools.scaffolds.vendoring import scaffold_in, vendor
 
 PACKAGE_DIR = "package"
 CHUNK = 1 << 20

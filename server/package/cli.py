@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from server.cli_options import workspace_option
+from amid.server.cli_options import workspace_option
 
 # Not 0: a script that trusts exit 0 must not pass a package anyone could have re-signed; not 1
 # (a check failed) nor 2 (click's usage error).
@@ -24,9 +24,9 @@ UNAUTHENTICATED = 3
 def finalize_command(workspace: Path, attempt_id: str | None, force: bool, as_json: bool) -> None:
     """Record the final attempt (accepted, real, holdout-gated, on a promoted or challenger lane;
     default: the supervisor's choice, else the best verified primary metric) and build package/."""
-    from server.local_client import call
-    from server.package.signing import PUBLIC_FILE
-    from server.workspace import Workspace
+    from amid.server.local_client import call
+    from amid.server.package.signing import PUBLIC_FILE
+    from amid.server.workspace import Workspace
 
     ws = Workspace.open(workspace)
     result = call(ws, "finalize", {"attempt_id": attempt_id, "force": force})
@@ -56,7 +56,7 @@ def verify_package_command(package_dir: Path, workspace: Path | None, public_key
     signature with a trusted key and, with -w, against the ledger; re-score the predictions and re-run
     the task's grader. Exit 0: all passed and the signer is the trusted key; 1: a check failed (named);
     3: intact, but no trusted key was given, so who signed it is unknown (integrity only)."""
-    from server.package.verify import verify_package
+    from amid.server.package.verify import verify_package
 
     trusted = _trusted(public_key)
     ws, record = _workspace_and_record(workspace)
@@ -74,7 +74,7 @@ def verify_package_command(package_dir: Path, workspace: Path | None, public_key
 def _trusted(public_key: str | None) -> Any:
     if public_key is None:
         return None
-    from server.package.attestation import trusted_key
+    from amid.server.package.attestation import trusted_key
 
     try:
         return trusted_key(public_key)
@@ -85,8 +85,8 @@ def _trusted(public_key: str | None) -> Any:
 def _workspace_and_record(workspace: Path | None) -> tuple[Any, Any]:
     if workspace is None:
         return None, None
-    from server.local_client import call
-    from server.workspace import Workspace
+    from amid.server.local_client import call
+    from amid.server.workspace import Workspace
 
     ws = Workspace.open(workspace)
     return ws, lambda attempt_id: call(ws, "package_record", {"attempt_id": attempt_id})

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from server import __version__
-from server.ledger import utcnow
-from server.package.evidence import PackageEvidence
+from amid.server import __version__
+from amid.server.ledger import utcnow
+from amid.server.package.evidence import PackageEvidence
 
 FORMAT = "amid-package/1"
 
@@ -77,7 +77,7 @@ def manifest(ev: PackageEvidence, files: list[dict[str, Any]], environment: dict
 
 
 def ev_artifacts_with_paths(ev: PackageEvidence) -> list[dict[str, Any]]:
-    from server.package.layout import package_path
+    from amid.server.package.layout import package_path
 
     return [{**a, "path": package_path(a)} for a in ev.artifacts]
 

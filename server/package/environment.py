@@ -29,6 +29,6 @@ def _version(name: str) -> str | None:
 
 def gpu_names() -> list[str]:
     """The NVML names of this machine's GPUs (empty without a driver or bindings)."""
-    from server.jobs.gpu import NvmlInventory
+    from amid.server.jobs.gpu import NvmlInventory
 
     return [gpu.name for gpu in NvmlInventory().gpus()]

@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from server.errors import Conflict, NotFound
-from server.finality import final_problems
-from server.ledger import Ledger
-from server.ranking import rank_rows
+from amid.server.errors import Conflict, NotFound
+from amid.server.finality import final_problems
+from amid.server.ledger import Ledger
+from amid.server.ranking import rank_rows
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ def lineage(ledger: Ledger, parent_id: str | None, limit: int = 100) -> list[dic
 
 
 def best_eligible(ledger: Ledger) -> str:
-    """The final candidate without a supervisor: the top-ranked (`server.ranking`: a bound of the
+    """The final candidate without a supervisor: the top-ranked (`amid.server.ranking`: a bound of the
     verified primary score widened for tries) of the attempts `final_problems` allows."""
     higher = ledger.activity.get_state("primary_direction", "higher_better") == "higher_better"
     rows = ledger.db.fetchall("SELECT * FROM v_evidence WHERE status = 'accepted' ORDER BY created_at, attempt_id")

@@ -8,13 +8,13 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from server.context import ToolContext
-from server.errors import Conflict
-from server.ledger import Ledger
-from server.ledger.packages import Packages
-from server.package.builder import BuiltPackage, build
-from server.package.evidence import best_eligible, gather
-from server.workspace import Workspace
+from amid.server.context import ToolContext
+from amid.server.errors import Conflict
+from amid.server.ledger import Ledger
+from amid.server.ledger.packages import Packages
+from amid.server.package.builder import BuiltPackage, build
+from amid.server.package.evidence import best_eligible, gather
+from amid.server.workspace import Workspace
 
 CLI_AGENT = "amid-finalize"
 

@@ -17,7 +17,7 @@ import os
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from server.artifacts import sha256_of
+from amid.server.artifacts import sha256_of
 
 MANIFEST = "manifest.json"
 MANIFEST_HASH = "manifest.sha256"

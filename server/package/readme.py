@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from server.package.evidence import PackageEvidence
+from amid.server.package.evidence import PackageEvidence
 
 PLACEHOLDERS = {
     "{python}": "the Python interpreter to run it with (the package's environment lists the versions)",

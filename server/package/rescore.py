@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from server.reviewer.context import ReviewContext
-from server.reviewer.job import ArtifactRef, ReviewJob
-from server.reviewer.report import Check
-from server.reviewer.scoring import mean_value, plan_metrics
-from server.settings import Settings
-from server.workspace import Workspace
+from amid.server.reviewer.context import ReviewContext
+from amid.server.reviewer.job import ArtifactRef, ReviewJob
+from amid.server.reviewer.report import Check
+from amid.server.settings import Settings
+from amid.server.workspace import Workspace
+from amid.tools.metrics.scoring import mean_value, plan_metrics
 
 ROLES = ("predictions", "submission")
 
@@ -44,10 +44,10 @@ def context(package_dir: Path, manifest: dict[str, Any], workspace: Workspace) -
 
 def fold_scores(ctx: ReviewContext) -> dict[str, dict[str, float | None]]:
     """fold → metric → mean, as the reviewer computes its verified fold metrics."""
-    from server.reviewer.graded_folds import review_graded_fold
-    from server.reviewer.predictions import review_fold
-    from server.reviewer.tabular import review_table_fold
-    from server.reviewer.task_grader import scores_folds
+    from amid.server.reviewer.graded_folds import review_graded_fold
+    from amid.server.reviewer.predictions import review_fold
+    from amid.server.reviewer.tabular import review_table_fold
+    from amid.server.reviewer.task_grader import scores_folds
 
     plan = plan_metrics(ctx.contract)
     scorer = {"csv": review_table_fold}.get(ctx.contract.prediction.file_type, review_fold)
@@ -62,6 +62,6 @@ def fold_scores(ctx: ReviewContext) -> dict[str, dict[str, float | None]]:
 
 def submission(ctx: ReviewContext) -> Check:
     """The reviewer's SUBMISSION_INVALID check on the package's submission (the task's grader included)."""
-    from server.reviewer.submission import submission_check
+    from amid.server.reviewer.submission import submission_check
 
     return submission_check(ctx)[0]

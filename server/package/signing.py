@@ -28,8 +28,8 @@ from typing import Any
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from server.errors import Conflict
-from server.package.layout import ATTESTATION, MANIFEST, PACKAGE_KEY
+from amid.server.errors import Conflict
+from amid.server.package.layout import ATTESTATION, MANIFEST, PACKAGE_KEY
 
 KEY_FILE = "package-signing.key"
 PUBLIC_FILE = "package-signing.pub"

@@ -19,12 +19,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from server.package import workspace_checks
-from server.package.attestation import TrustedKey, signature_check, statement_check, workspace_key
-from server.package.builder import read_manifest
-from server.package.checks import PackageCheck, failed, passed, same_numbers, skipped
-from server.package.layout import MANIFEST, MANIFEST_HASH, UNLISTED, cached_entry, manifest_digest, tree_files
-from server.workspace import Workspace
+from amid.server.package import workspace_checks
+from amid.server.package.attestation import TrustedKey, signature_check, statement_check, workspace_key
+from amid.server.package.builder import read_manifest
+from amid.server.package.checks import PackageCheck, failed, passed, same_numbers, skipped
+from amid.server.package.layout import MANIFEST, MANIFEST_HASH, UNLISTED, cached_entry, manifest_digest, tree_files
+from amid.server.workspace import Workspace
 
 BYTE_CHECKS = ("files", "signed files")  # checks that compare each file's own bytes
 

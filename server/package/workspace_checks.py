@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from server.package.checks import PackageCheck, failed, passed, same_numbers
-from server.package.layout import MANIFEST, manifest_digest
-from server.workspace import Workspace
+from amid.server.package.checks import PackageCheck, failed, passed, same_numbers
+from amid.server.package.layout import MANIFEST, manifest_digest
+from amid.server.workspace import Workspace
 
 
 def run(
@@ -18,7 +18,7 @@ def run(
 ) -> list[PackageCheck]:
     checks = [ledger_check(package_dir, manifest, record), code_check(package_dir, manifest, workspace)]
     try:
-        from server.package import rescore
+        from amid.server.package import rescore
 
         ctx = rescore.context(package_dir, manifest, workspace)
         checks.append(rescore_check(package_dir, manifest, rescore.fold_scores(ctx)))

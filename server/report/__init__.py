@@ -14,7 +14,7 @@ __all__ = ["build_report", "report_facts"]
 def __getattr__(name: str) -> Any:
     """`build_report` and `report_facts` load on first use: `amid --help` must not import DuckDB."""
     if name in __all__:
-        from server.report import build
+        from amid.server.report import build
 
         return getattr(build, name)
     raise AttributeError(name)

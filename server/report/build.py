@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from server.ledger import Ledger, utcnow
-from server.report.page import RunFacts, render
-from server.report.queries import Query, ledger_query, load_run
-from server.report.tables import read_package
-from server.workspace import Workspace
+from amid.server.ledger import Ledger, utcnow
+from amid.server.report.page import RunFacts, render
+from amid.server.report.queries import Query, ledger_query, load_run
+from amid.server.report.tables import read_package
+from amid.server.workspace import Workspace
 
 
 def report_facts(workspace: Workspace) -> RunFacts:

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from server.cli_options import workspace_option
+from amid.server.cli_options import workspace_option
 
 REPORT_FILE = "report.html"
 
@@ -21,8 +21,8 @@ REPORT_FILE = "report.html"
 def report_command(workspace: Path, out: Path | None) -> None:
     """Write one self-contained HTML page of the run: plots of scores, lanes, agents, checks and
     lineage, the leaderboard and the final package. No script, font or network is needed to read it."""
-    from server.local_client import call
-    from server.workspace import Workspace
+    from amid.server.local_client import call
+    from amid.server.workspace import Workspace
 
     ws = Workspace.open(workspace)
     html = str(call(ws, "report", {})["html"])
@@ -53,8 +53,8 @@ def dashboard_command(workspace: Path, as_name: str, valid_s: float, port: int |
     """Print a one-time login link to the live dashboard (Jupyter style). Opening it in a browser
     sets a session cookie and consumes the link. When no server runs, this command serves the
     workspace itself until Ctrl-C."""
-    from server.local_client import call
-    from server.workspace import Workspace, read_server_marker
+    from amid.server.local_client import call
+    from amid.server.workspace import Workspace, read_server_marker
 
     ws = Workspace.open(workspace)
     body = {"as": as_name, "valid_s": valid_s}
@@ -67,8 +67,8 @@ def dashboard_command(workspace: Path, as_name: str, valid_s: float, port: int |
 
 
 def _refuse_non_human(ws: Any, name: str) -> None:
-    from server.errors import Forbidden
-    from server.ledger import Ledger
+    from amid.server.errors import Forbidden
+    from amid.server.ledger import Ledger
 
     ledger = Ledger(ws.ledger_path, read_only=True)
     try:
@@ -93,8 +93,8 @@ def _serve_with_link(root: Path, port: int | None, announce_link: Callable[[str]
     socket's backlog until the server accepts it)."""
     import threading
 
-    from server.serve import serve_http
-    from server.settings import settings_from
+    from amid.server.serve import serve_http
+    from amid.server.settings import settings_from
 
     settings = settings_from({"workspace": root, "port": port})
 
@@ -105,7 +105,7 @@ def _serve_with_link(root: Path, port: int | None, announce_link: Callable[[str]
 
 
 def _announce_safely(announce_link: Callable[[str], None], url: str) -> None:
-    from server.errors import AmidError
+    from amid.server.errors import AmidError
 
     try:
         announce_link(url)

@@ -16,10 +16,10 @@ from mcp.server import MCPServer
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
-from server.context import Services
-from server.ledger import Identity
-from server.report.login import COOKIE, SESSION_S, DashboardLogins, holds_human_token
-from server.report.markup import el
+from amid.server.context import Services
+from amid.server.ledger import Identity
+from amid.server.report.login import COOKIE, SESSION_S, DashboardLogins, holds_human_token
+from amid.server.report.markup import el
 
 REFRESH_S = 15
 PATH = "/dashboard"
@@ -114,6 +114,6 @@ def _end(services: Services, session: str | None) -> None:
 
 
 def _page(services: Services, signed_in_as: str | None) -> str:
-    from server.report.build import build_report
+    from amid.server.report.build import build_report
 
     return build_report(services.ledger, services.workspace, refresh_s=REFRESH_S, signed_in_as=signed_in_as)

@@ -16,9 +16,9 @@ import threading
 import time
 from dataclasses import dataclass
 
-from server.errors import Forbidden, InvalidInput, invalid
-from server.ledger import Ledger
-from server.ledger.identity import check_agent_name
+from amid.server.errors import Forbidden, InvalidInput, invalid
+from amid.server.ledger import Ledger
+from amid.server.ledger.identity import check_agent_name
 
 COOKIE = "amid_dashboard"
 SESSION_S = 8 * 3600  # a working day; then the browser needs a new link

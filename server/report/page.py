@@ -8,9 +8,9 @@ from pathlib import Path
 from shlex import quote
 from typing import Any
 
-from server.report import plots, queries, tables, timeplots
-from server.report.markup import Markup, el, void
-from server.report.queries import RunData
+from amid.server.report import plots, queries, tables, timeplots
+from amid.server.report.markup import Markup, el, void
+from amid.server.report.queries import RunData
 
 CSS = """
 body{font:14px/1.4 system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;background:#f6f7f9;color:#222}

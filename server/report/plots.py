@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from server.report import queries
-from server.report.markup import Markup, el, fmt, void
-from server.report.queries import Row, RunData
-from server.report.svg import (
+from amid.server.report import queries
+from amid.server.report.markup import Markup, el, fmt, void
+from amid.server.report.queries import Row, RunData
+from amid.server.report.svg import (
     MARGIN_BOTTOM,
     MARGIN_TOP,
     STATUS_COLOURS,
@@ -166,7 +166,7 @@ def holdout_vs_validation(run: RunData) -> Markup:
 
 
 def lineage(run: RunData) -> Markup:
-    from server.report.lineage import layers
+    from amid.server.report.lineage import layers
 
     plot_id, title = "plot-lineage", "Lineage of attempts (parent → child)"
     attempts = run.tables["attempts"][: queries.LINEAGE][::-1]  # the newest, in submission order

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from server.ledger import Ledger
+from amid.server.ledger import Ledger
 
 Row = dict[str, Any]
 Query = Callable[[str], list[Row]]

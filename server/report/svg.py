@@ -10,7 +10,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from server.report.markup import Child, Markup, el, fmt, void
+from amid.server.report.markup import Child, Markup, el, fmt, void
 
 WIDTH, HEIGHT = 620, 320
 MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 64, 16, 18, 46

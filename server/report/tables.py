@@ -7,10 +7,10 @@ from pathlib import Path
 from shlex import quote
 from typing import Any
 
-from server.ranking import rank_rows
-from server.report import queries
-from server.report.markup import Child, Markup, el, fmt
-from server.report.queries import RunData, as_time
+from amid.server.ranking import rank_rows
+from amid.server.report import queries
+from amid.server.report.markup import Child, Markup, el, fmt
+from amid.server.report.queries import RunData, as_time
 
 
 def table(table_id: str, title: str, header: list[str], rows: list[list[Child]], empty: str, **attrs: Child) -> Markup:
@@ -83,7 +83,7 @@ def _when(value: Any) -> str:
 def read_package(package_dir: Path) -> dict[str, Any] | None:
     """The package at a glance (the package builder's summary); None: no package built."""
     try:
-        from server.package import read_package_summary
+        from amid.server.package import read_package_summary
     except ImportError:  # a checkout without the package builder: read the manifest as written
         return _manifest_summary(package_dir)
     return read_package_summary(package_dir)

@@ -6,10 +6,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from server.report import queries
-from server.report.markup import Markup, el, fmt, void
-from server.report.queries import Row, RunData, as_time
-from server.report.svg import (
+from amid.server.report import queries
+from amid.server.report.markup import Markup, el, fmt, void
+from amid.server.report.queries import Row, RunData, as_time
+from amid.server.report.svg import (
     MARGIN_BOTTOM,
     MARGIN_TOP,
     STATUS_COLOURS,

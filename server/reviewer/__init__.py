@@ -12,10 +12,10 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from server.context import Services
+from amid.server.context import Services
 
 if TYPE_CHECKING:
-    from server.reviewer.pool import ReviewerPool
+    from amid.server.reviewer.pool import ReviewerPool
 
 _lock = threading.Lock()
 
@@ -25,7 +25,7 @@ def reviewer(services: Services) -> ReviewerPool:
     with _lock:
         pool = services.reviewer
         if pool is None:
-            from server.reviewer.pool import ReviewerPool
+            from amid.server.reviewer.pool import ReviewerPool
 
             pool = ReviewerPool(services.ledger, services.workspace, services.settings)
             pool.start()

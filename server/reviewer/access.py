@@ -9,9 +9,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from server.repo import changed_files, resolve_commit
-from server.reviewer.context import ReviewContext
-from server.reviewer.report import Check, fired, head, ok
+from amid.server.repo import changed_files, resolve_commit
+from amid.server.reviewer.context import ReviewContext
+from amid.server.reviewer.report import Check, fired, head, ok
 
 MAX_LOG_BYTES = 5_000_000
 MAX_HITS = 50

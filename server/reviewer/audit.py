@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from server.ledger import Ledger, utcnow
-from server.ledger.audits import AuditCheckRow
-from server.reviewer.integrity import INTEGRITY_CODES, evidence_checks
-from server.reviewer.job import ArtifactRef
-from server.reviewer.report import Check
-from server.workspace import Workspace
+from amid.server.ledger import Ledger, utcnow
+from amid.server.ledger.audits import AuditCheckRow
+from amid.server.reviewer.integrity import INTEGRITY_CODES, evidence_checks
+from amid.server.reviewer.job import ArtifactRef
+from amid.server.reviewer.report import Check
+from amid.server.workspace import Workspace
 
 
 class AuditedAttempt(BaseModel):

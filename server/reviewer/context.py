@@ -9,12 +9,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from server.reviewer.job import ArtifactRef, ReviewJob
-from server.reviewer.manifest import CaseIndex, parse_manifest, resolve_entries
-from server.workspace import Workspace
-from tools.task.cases import Case, discover_cases
-from tools.task.contract import TaskContract
-from tools.task.folds import LockedFolds
+from amid.server.reviewer.job import ArtifactRef, ReviewJob
+from amid.server.reviewer.manifest import CaseIndex, parse_manifest, resolve_entries
+from amid.server.workspace import Workspace
+from amid.tools.task.cases import Case, discover_cases
+from amid.tools.task.contract import TaskContract
+from amid.tools.task.folds import LockedFolds
 
 Progress = Callable[[float, str], None]
 

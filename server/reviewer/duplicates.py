@@ -20,16 +20,16 @@ from pathlib import Path, PurePath
 
 import numpy as np
 
-from server.errors import DataUnreadable
-from server.reviewer.agreement import label_agreement, values_agree
-from server.reviewer.context import ReviewContext
-from server.reviewer.graded_duplicates import graded_duplicate_check
-from server.reviewer.images import read_volume, value_hash
-from server.reviewer.job import ArtifactRef, EarlierPrediction
-from server.reviewer.predictions import FoldResult, case_of
-from server.reviewer.report import Check, fired, ok
-from server.reviewer.tabular import FILE_KEY, columns, read_rows, row_hash
-from server.reviewer.task_grader import scores_folds
+from amid.server.errors import DataUnreadable
+from amid.server.reviewer.agreement import label_agreement, values_agree
+from amid.server.reviewer.context import ReviewContext
+from amid.server.reviewer.graded_duplicates import graded_duplicate_check
+from amid.server.reviewer.job import ArtifactRef, EarlierPrediction
+from amid.server.reviewer.predictions import FoldResult, case_of
+from amid.server.reviewer.report import Check, fired, ok
+from amid.server.reviewer.tabular import FILE_KEY, columns, read_rows, row_hash
+from amid.server.reviewer.task_grader import scores_folds
+from amid.tools.metrics.images import read_volume, value_hash
 
 MAX_DECODED_ATTEMPTS = 50
 NEAR_AGREEMENT = 0.999  # every case at or above this agreement with the same earlier attempt: a duplicate

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.reviewer.context import ReviewContext
-from server.reviewer.predictions import FoldResult
-from server.reviewer.report import Check, fired, head, ok, unverifiable
+from amid.server.reviewer.context import ReviewContext
+from amid.server.reviewer.predictions import FoldResult
+from amid.server.reviewer.report import Check, fired, head, ok, unverifiable
 
 
 def incomplete_check(results: list[FoldResult], missing_test: list[str]) -> Check:

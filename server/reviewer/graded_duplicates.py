@@ -10,10 +10,16 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Any
 
-from server.reviewer.context import ReviewContext
-from server.reviewer.predictions import FoldResult
-from server.reviewer.report import Check, fired, ok
-from server.reviewer.submission_files import agreement, case_members, earlier_case_files, read_submission, rows_agree
+from amid.server.reviewer.context import ReviewContext
+from amid.server.reviewer.predictions import FoldResult
+from amid.server.reviewer.report import Check, fired, ok
+from amid.server.reviewer.submission_files import (
+    agreement,
+    case_members,
+    earlier_case_files,
+    read_submission,
+    rows_agree,
+)
 
 NEAR_AGREEMENT = 0.999
 

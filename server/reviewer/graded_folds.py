@@ -19,15 +19,15 @@ import tempfile
 from collections import Counter
 from pathlib import Path, PurePosixPath
 
-from server.reviewer import permuted
-from server.reviewer.context import ReviewContext
-from server.reviewer.grader_keys import metrics_of
-from server.reviewer.job import ArtifactRef
-from server.reviewer.predictions import FoldResult
-from server.reviewer.scoring import PlannedMetric
-from server.reviewer.submission_files import IMAGE_SUFFIXES
-from server.reviewer.task_grader import build_fold_answers, place_files, run_grader
-from tools.metrics import MetricSummary
+from amid.server.reviewer import permuted
+from amid.server.reviewer.context import ReviewContext
+from amid.server.reviewer.grader_keys import metrics_of
+from amid.server.reviewer.job import ArtifactRef
+from amid.server.reviewer.predictions import FoldResult
+from amid.server.reviewer.submission_files import IMAGE_SUFFIXES
+from amid.server.reviewer.task_grader import build_fold_answers, place_files, run_grader
+from amid.tools.metrics import MetricSummary
+from amid.tools.metrics.scoring import PlannedMetric
 
 
 def review_graded_fold(ctx: ReviewContext, plan: list[PlannedMetric], fold: int, need_baseline: bool) -> FoldResult:

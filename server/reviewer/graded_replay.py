@@ -14,11 +14,11 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from server.reviewer.agreement import LABEL_AGREEMENT
-from server.reviewer.context import ReviewContext
-from server.reviewer.replay import ReplayCase, ReplayRun, replay, replay_failed, replay_verdict
-from server.reviewer.report import Check, unverifiable
-from server.reviewer.submission_files import agreement, case_members, read_submission, rows_agree
+from amid.server.reviewer.agreement import LABEL_AGREEMENT
+from amid.server.reviewer.context import ReviewContext
+from amid.server.reviewer.replay import ReplayCase, ReplayRun, replay, replay_failed, replay_verdict
+from amid.server.reviewer.report import Check, unverifiable
+from amid.server.reviewer.submission_files import agreement, case_members, read_submission, rows_agree
 
 CODE = "PRED_NOT_REPRODUCED"
 

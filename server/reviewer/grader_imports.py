@@ -14,8 +14,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from server.errors import InvalidInput, JobFailed
-from server.reviewer.bounded import child_env
+from amid.server.errors import InvalidInput, JobFailed
+from amid.server.reviewer.bounded import child_env
 
 RUNNER = Path(__file__).with_name("grader_runner.py")
 IMPORT_TIMEOUT_S = 600.0  # monai and torch take a while to import on a cold disk

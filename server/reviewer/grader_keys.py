@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from server.errors import InvalidInput
+from amid.server.errors import InvalidInput
 
 RANKING_KEYS = ("overall", "mean_position", "percentile")  # leaderboard positions, not metrics
 # Words that make a grader key the summary of a metric over classes or cases (macro_f1, dice_mean).

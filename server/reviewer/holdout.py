@@ -18,16 +18,16 @@ from typing import Any
 
 import numpy as np
 
-from server.errors import DataUnreadable
-from server.repo import resolve_commit
-from server.reviewer.context import ReviewContext
-from server.reviewer.holdout_gate import MIN_CASES, GapTest, gap_test
-from server.reviewer.images import read_reference, read_volume
-from server.reviewer.predictions import FoldResult
-from server.reviewer.replay import ReplayCase, replay
-from server.reviewer.report import Check, VerifiedMetric, fired, head, ok, unverifiable, warned
-from server.reviewer.scoring import PlannedMetric, case_values, foreground_labels, mean_value, summarize_all
-from tools.metrics import MetricSummary, summarize
+from amid.server.errors import DataUnreadable
+from amid.server.repo import resolve_commit
+from amid.server.reviewer.context import ReviewContext
+from amid.server.reviewer.holdout_gate import MIN_CASES, GapTest, gap_test
+from amid.server.reviewer.predictions import FoldResult
+from amid.server.reviewer.replay import ReplayCase, replay
+from amid.server.reviewer.report import Check, VerifiedMetric, fired, head, ok, unverifiable, warned
+from amid.tools.metrics import MetricSummary, summarize
+from amid.tools.metrics.images import read_reference, read_volume
+from amid.tools.metrics.scoring import PlannedMetric, case_values, foreground_labels, mean_value, summarize_all
 
 
 def holdout_check(

@@ -17,7 +17,7 @@ from typing import Any
 
 from scipy import optimize, stats
 
-from server.reviewer.holdout_gate import ALPHA
+from amid.server.reviewer.holdout_gate import ALPHA
 
 EFFECT_SIZE = 1.0  # the cheat `amid init` sizes the holdout for
 POWER = 0.8

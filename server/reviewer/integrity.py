@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from server.artifacts import sha256_of
-from server.repo import stored_commit
-from server.reviewer.context import ReviewContext
-from server.reviewer.job import ArtifactRef
-from server.reviewer.report import Check, fired, head, ok
-from server.workspace import Workspace
+from amid.server.artifacts import sha256_of
+from amid.server.repo import stored_commit
+from amid.server.reviewer.context import ReviewContext
+from amid.server.reviewer.job import ArtifactRef
+from amid.server.reviewer.report import Check, fired, head, ok
+from amid.server.workspace import Workspace
 
 EVIDENCE_ROLES = ("logs", "checkpoint", "training_manifest")
 INTEGRITY_CODES = ("COMMIT_UNKNOWN", "ARTIFACT_MISSING", "ARTIFACT_CHANGED")

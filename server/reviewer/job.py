@@ -13,11 +13,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from server.ledger import Ledger
-from server.reviewer.report import BaselineValue
-from server.sandbox import SandboxSetting
-from server.settings import Settings
-from server.workspace import Workspace
+from amid.server.ledger import Ledger
+from amid.server.reviewer.report import BaselineValue
+from amid.server.sandbox import SandboxSetting
+from amid.server.settings import Settings
+from amid.server.workspace import Workspace
 
 
 class ArtifactRef(BaseModel):

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from tools.task.cases import Case
-from tools.task.contract import DataLayout
+from amid.tools.task.cases import Case
+from amid.tools.task.contract import DataLayout
 
 
 def parse_manifest(data: Any, folds: list[int]) -> dict[int, list[str]]:

@@ -7,10 +7,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from server.reviewer.context import ReviewContext
-from server.reviewer.predictions import FoldResult
-from server.reviewer.report import BaselineValue, Check, fired, head, ok, unverifiable
-from server.reviewer.scoring import PlannedMetric, close, mean_value
+from amid.server.reviewer.context import ReviewContext
+from amid.server.reviewer.predictions import FoldResult
+from amid.server.reviewer.report import BaselineValue, Check, fired, head, ok, unverifiable
+from amid.tools.metrics.scoring import PlannedMetric, close, mean_value
 
 
 def mismatch_check(ctx: ReviewContext, plan: list[PlannedMetric], results: list[FoldResult]) -> Check:

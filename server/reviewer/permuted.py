@@ -15,7 +15,7 @@ import random
 from collections.abc import Sequence
 from typing import TypeVar
 
-from tools.metrics import MetricSummary
+from amid.tools.metrics import MetricSummary
 
 PREDICTOR = "permuted_targets"
 DRAWS = 5

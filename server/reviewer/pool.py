@@ -23,25 +23,25 @@ import threading
 import time
 from typing import Any
 
-from server.ledger import Ledger
-from server.ledger.reviews import CheckRow, MetricRow, ReviewOutcome
-from server.repo import prune_worktrees
-from server.reviewer.job import build_job, report_paths
-from server.reviewer.report import ReviewReport
-from server.settings import Settings
-from server.workspace import Workspace
+from amid.server.ledger import Ledger
+from amid.server.ledger.reviews import CheckRow, MetricRow, ReviewOutcome
+from amid.server.repo import prune_worktrees
+from amid.server.reviewer.job import build_job, report_paths
+from amid.server.reviewer.report import ReviewReport
+from amid.server.settings import Settings
+from amid.server.workspace import Workspace
 
 LOG = logging.getLogger(__name__)
 
 STOP_GRACE_S = 5.0
 # Imported once by the fork server; every review process starts with them loaded.
-PRELOAD = ["server.reviewer.run", "nibabel", "git", "yaml", "imageio.v3"]
+PRELOAD = ["amid.server.reviewer.run", "nibabel", "git", "yaml", "imageio.v3"]
 
 
 def _worker_entry(connection: Any, server_pid: int) -> None:
     """A review process's start: the review code (scoring, scipy) loads there, or in the fork
     server that preloads it, never in the server, where importing it took a second of the GIL."""
-    from server.reviewer.run import worker_main
+    from amid.server.reviewer.run import worker_main
 
     worker_main(connection, server_pid)
 

@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from server.errors import DataUnreadable
-from server.reviewer.context import ReviewContext
-from server.reviewer.images import Volume, read_reference, read_volume, value_hash
-from server.reviewer.job import ArtifactRef
-from server.reviewer.scoring import PlannedMetric, case_values, foreground_labels, summarize_all
-from tools.metrics import MetricSummary
+from amid.server.errors import DataUnreadable
+from amid.server.reviewer.context import ReviewContext
+from amid.server.reviewer.job import ArtifactRef
+from amid.tools.metrics import MetricSummary
+from amid.tools.metrics.images import Volume, read_reference, read_volume, value_hash
+from amid.tools.metrics.scoring import PlannedMetric, case_values, foreground_labels, summarize_all
 
 BASELINES = {  # every other task: the empty mask
     "enhancement": "identity",

@@ -39,14 +39,14 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any
 
-from server.repo import detached_worktree
-from server.reviewer.bounded import Outcome, run_bounded
-from server.reviewer.context import ReviewContext
-from server.reviewer.job import ArtifactRef
-from server.reviewer.outputs import vet_outputs
-from server.reviewer.report import Check, fired, head, ok
-from server.reviewer.staging import StagingError, stage_case
-from server.sandbox import Mounts, SandboxKind, SandboxUnavailable, placeholders, replay_env, resolve_kind, wrap
+from amid.server.repo import detached_worktree
+from amid.server.reviewer.bounded import Outcome, run_bounded
+from amid.server.reviewer.context import ReviewContext
+from amid.server.reviewer.job import ArtifactRef
+from amid.server.reviewer.outputs import vet_outputs
+from amid.server.reviewer.report import Check, fired, head, ok
+from amid.server.reviewer.staging import StagingError, stage_case
+from amid.server.sandbox import Mounts, SandboxKind, SandboxUnavailable, placeholders, replay_env, resolve_kind, wrap
 
 CODE = "PRED_NOT_REPRODUCED"
 STDERR_EVIDENCE = 1500

@@ -17,18 +17,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from server.errors import DataUnreadable
-from server.repo import resolve_commit
-from server.reviewer.agreement import LABEL_AGREEMENT, VALUE_AGREEMENT, label_agreements, value_agreement, values_agree
-from server.reviewer.context import ReviewContext
-from server.reviewer.graded_replay import graded_reproduction_check
-from server.reviewer.images import read_volume
-from server.reviewer.predictions import case_of
-from server.reviewer.replay import ReplayCase, replay, replay_failed, replay_verdict
-from server.reviewer.report import Check, fired, unverifiable
-from server.reviewer.scoring import foreground_labels
-from server.reviewer.tabular import columns, read_rows
-from server.reviewer.task_grader import scores_folds
+from amid.server.errors import DataUnreadable
+from amid.server.repo import resolve_commit
+from amid.server.reviewer.agreement import (
+    LABEL_AGREEMENT,
+    VALUE_AGREEMENT,
+    label_agreements,
+    value_agreement,
+    values_agree,
+)
+from amid.server.reviewer.context import ReviewContext
+from amid.server.reviewer.graded_replay import graded_reproduction_check
+from amid.server.reviewer.predictions import case_of
+from amid.server.reviewer.replay import ReplayCase, replay, replay_failed, replay_verdict
+from amid.server.reviewer.report import Check, fired, unverifiable
+from amid.server.reviewer.tabular import columns, read_rows
+from amid.server.reviewer.task_grader import scores_folds
+from amid.tools.metrics.images import read_volume
+from amid.tools.metrics.scoring import foreground_labels
 
 CODE = "PRED_NOT_REPRODUCED"
 IMAGE_TYPES = frozenset({"nifti", "png", "tiff"})

@@ -15,25 +15,25 @@ import traceback
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from server.ranking import standard_error
-from server.reviewer.access import access_check
-from server.reviewer.bounded import exit_with, kill_live_groups
-from server.reviewer.context import ReviewContext
-from server.reviewer.duplicates import duplicate_check
-from server.reviewer.fold_checks import fold_check, incomplete_check, schema_check, split_leak_check
-from server.reviewer.graded_folds import review_graded_fold
-from server.reviewer.holdout import case_scores, holdout_check
-from server.reviewer.integrity import artifact_checks, commit_check, evidence_check
-from server.reviewer.job import ReviewJob, report_paths
-from server.reviewer.metric_checks import direction_check, mismatch_check, trivial_check
-from server.reviewer.predictions import FoldResult, baseline_name, review_fold
-from server.reviewer.report import CODES, BaselineValue, ReviewReport, VerifiedMetric, unverifiable, verdict_of
-from server.reviewer.reproduce import reproduction_check
-from server.reviewer.scoring import PlannedMetric, mean_value, plan_metrics
-from server.reviewer.stability import stability_check
-from server.reviewer.submission import submission_check
-from server.reviewer.tabular import review_table_fold
-from server.reviewer.task_grader import scores_folds
+from amid.server.ranking import standard_error
+from amid.server.reviewer.access import access_check
+from amid.server.reviewer.bounded import exit_with, kill_live_groups
+from amid.server.reviewer.context import ReviewContext
+from amid.server.reviewer.duplicates import duplicate_check
+from amid.server.reviewer.fold_checks import fold_check, incomplete_check, schema_check, split_leak_check
+from amid.server.reviewer.graded_folds import review_graded_fold
+from amid.server.reviewer.holdout import case_scores, holdout_check
+from amid.server.reviewer.integrity import artifact_checks, commit_check, evidence_check
+from amid.server.reviewer.job import ReviewJob, report_paths
+from amid.server.reviewer.metric_checks import direction_check, mismatch_check, trivial_check
+from amid.server.reviewer.predictions import FoldResult, baseline_name, review_fold
+from amid.server.reviewer.report import CODES, BaselineValue, ReviewReport, VerifiedMetric, unverifiable, verdict_of
+from amid.server.reviewer.reproduce import reproduction_check
+from amid.server.reviewer.stability import stability_check
+from amid.server.reviewer.submission import submission_check
+from amid.server.reviewer.tabular import review_table_fold
+from amid.server.reviewer.task_grader import scores_folds
+from amid.tools.metrics.scoring import PlannedMetric, mean_value, plan_metrics
 
 IMAGE_TYPES = frozenset({"nifti", "png", "tiff"})
 

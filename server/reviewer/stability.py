@@ -35,17 +35,17 @@ from typing import Any
 
 import numpy as np
 
-from server.errors import DataUnreadable
-from server.reviewer.agreement import label_agreements, mask_dice
-from server.reviewer.context import ReviewContext
-from server.reviewer.images import read_reference, read_volume
-from server.reviewer.perturb import Margin, can_perturb, crop, draw_margin, perturb_file
-from server.reviewer.replay import ReplayCase, replay, replay_failed, replay_verdict
-from server.reviewer.report import Check, unverifiable
-from server.reviewer.reproduce import IMAGE_TYPES, counted_cases, frozen_files, replay_groups, replay_inputs
-from server.reviewer.scoring import foreground_labels
-from server.reviewer.staging import input_names
-from server.reviewer.task_grader import scores_folds
+from amid.server.errors import DataUnreadable
+from amid.server.reviewer.agreement import label_agreements, mask_dice
+from amid.server.reviewer.context import ReviewContext
+from amid.server.reviewer.perturb import Margin, can_perturb, crop, draw_margin, perturb_file
+from amid.server.reviewer.replay import ReplayCase, replay, replay_failed, replay_verdict
+from amid.server.reviewer.report import Check, unverifiable
+from amid.server.reviewer.reproduce import IMAGE_TYPES, counted_cases, frozen_files, replay_groups, replay_inputs
+from amid.server.reviewer.staging import input_names
+from amid.server.reviewer.task_grader import scores_folds
+from amid.tools.metrics.images import read_reference, read_volume
+from amid.tools.metrics.scoring import foreground_labels
 
 CODE = "PRED_UNSTABLE"
 STABLE_DICE = 0.95

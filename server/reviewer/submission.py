@@ -9,13 +9,13 @@ import io
 import tempfile
 from pathlib import Path, PurePosixPath
 
-from server.errors import DataUnreadable
-from server.reviewer.context import ReviewContext
-from server.reviewer.images import read_reference, read_volume
-from server.reviewer.job import ArtifactRef
-from server.reviewer.predictions import schema_problems
-from server.reviewer.report import Check, fired, head, ok
-from server.reviewer.task_grader import place_files, run_grader, scores_folds, test_answers
+from amid.server.errors import DataUnreadable
+from amid.server.reviewer.context import ReviewContext
+from amid.server.reviewer.job import ArtifactRef
+from amid.server.reviewer.predictions import schema_problems
+from amid.server.reviewer.report import Check, fired, head, ok
+from amid.server.reviewer.task_grader import place_files, run_grader, scores_folds, test_answers
+from amid.tools.metrics.images import read_reference, read_volume
 
 IMAGE_TYPES = frozenset({"nifti", "png", "tiff", "mha", "nrrd"})
 

@@ -10,11 +10,11 @@ import json
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from server.errors import DataUnreadable
-from server.reviewer.agreement import LABEL_AGREEMENT, label_agreement, value_agreement, values_agree
-from server.reviewer.context import ReviewContext
-from server.reviewer.images import read_volume
-from tools.task.answers_layout import IMAGE_ENDINGS
+from amid.server.errors import DataUnreadable
+from amid.server.reviewer.agreement import LABEL_AGREEMENT, label_agreement, value_agreement, values_agree
+from amid.server.reviewer.context import ReviewContext
+from amid.tools.metrics.images import read_volume
+from amid.tools.task.answers_layout import IMAGE_ENDINGS
 
 IMAGE_SUFFIXES = IMAGE_ENDINGS  # files a prediction may be an image in
 LABEL_TASKS = ("segmentation", "instance_segmentation")

@@ -19,13 +19,13 @@ from pathlib import PurePath
 
 import numpy as np
 
-from server.errors import DataUnreadable
-from server.reviewer import permuted
-from server.reviewer.context import ReviewContext
-from server.reviewer.job import ArtifactRef
-from server.reviewer.predictions import FoldResult
-from server.reviewer.scoring import PlannedMetric
-from tools.metrics import MetricSummary
+from amid.server.errors import DataUnreadable
+from amid.server.reviewer import permuted
+from amid.server.reviewer.context import ReviewContext
+from amid.server.reviewer.job import ArtifactRef
+from amid.server.reviewer.predictions import FoldResult
+from amid.tools.metrics import MetricSummary
+from amid.tools.metrics.scoring import PlannedMetric
 
 FILE_KEY = "__table__"
 

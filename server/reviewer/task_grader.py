@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from server.reviewer.bounded import child_env, run_bounded
-from server.reviewer.context import ReviewContext
-from server.reviewer.job import ArtifactRef
-from tools.task.contract import GraderRef
-from tools.task.fold_answers import write_fold_answers
+from amid.server.reviewer.bounded import child_env, run_bounded
+from amid.server.reviewer.context import ReviewContext
+from amid.server.reviewer.job import ArtifactRef
+from amid.tools.task.contract import GraderRef
+from amid.tools.task.fold_answers import write_fold_answers
 
 RUNNER = Path(__file__).with_name("grader_runner.py")
 Status = Literal["valid", "invalid", "error", "timed_out", "not_run"]

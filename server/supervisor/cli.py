@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from server.errors import Conflict, InvalidInput
+from amid.server.errors import Conflict, InvalidInput
 
 if TYPE_CHECKING:
-    from server.supervisor.loop import TickReport, Workers
+    from amid.server.supervisor.loop import TickReport, Workers
 
 SUPERVISOR_NAME = "supervisor"
 
@@ -28,8 +28,8 @@ def resolve_server(workspace: Path | None, server: str | None, token: str | None
         return server, token
     if workspace is None:
         raise InvalidInput("give -w DIR (a workspace with a running server) or both --server URL and --token T")
-    from server.local_client import call as admin_call
-    from server.workspace import Workspace, read_server_marker
+    from amid.server.local_client import call as admin_call
+    from amid.server.workspace import Workspace, read_server_marker
 
     ws = Workspace.open(workspace)
     marker = read_server_marker(ws)
@@ -73,8 +73,8 @@ async def supervise(
     url: str, token: str, *, poll_s: float, until_done: bool, max_s: float | None, workers: Workers | None = None
 ) -> TickReport:
     """Run the supervisor against the server at `url` until the run is done (or max_s passes)."""
-    from server.mcp_client import call, connect
-    from server.supervisor.loop import Supervisor
+    from amid.server.mcp_client import call, connect
+    from amid.server.supervisor.loop import Supervisor
 
     async with connect(url, token) as client:
 
@@ -177,10 +177,10 @@ def _pool(workspace: Path | None, url: str, backend: str, n: int, token: str, va
         raise InvalidInput("--workers: managed workers need -w DIR (their worktrees live in the workspace)")
     from pydantic import ValidationError
 
-    from registry.loader import worker_backend
-    from server.supervisor.workers.pool import WorkerPool
-    from server.supervisor.workers.settings import WorkerSettings
-    from server.workspace import Workspace
+    from amid.registry.loader import worker_backend
+    from amid.server.supervisor.workers.pool import WorkerPool
+    from amid.server.supervisor.workers.settings import WorkerSettings
+    from amid.server.workspace import Workspace
 
     worker_backend(backend)  # an unknown backend fails here, naming the backends there are
     try:

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from server.supervisor.state import RunView, remaining_s
-from tools.run_evidence import AttemptEvidence
+from amid.server.supervisor.state import RunView, remaining_s
+from amid.tools.run_evidence import AttemptEvidence
 
 FOCUS = (
     "post_note kind=focus with focus (what you try next), evidence (your verified results behind it), "

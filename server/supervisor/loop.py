@@ -18,9 +18,9 @@ from typing import Any, Protocol
 
 import anyio
 
-from server.supervisor import heartbeats, stages
-from server.supervisor.promotion import promote
-from server.supervisor.state import EvidenceSync, RunView, ToolCaller
+from amid.server.supervisor import heartbeats, stages
+from amid.server.supervisor.promotion import promote
+from amid.server.supervisor.state import EvidenceSync, RunView, ToolCaller
 
 
 class Workers(Protocol):

@@ -1,5 +1,5 @@
 """Promotion: rank lanes by their top-ranked counted attempt (accepted, `real`, holdout-gated,
-verified primary score) through the one ranking of `server.ranking` — a pessimistic bound of the
+verified primary score) through the one ranking of `amid.server.ranking` — a pessimistic bound of the
 verified score, widened for the tries its agent made on the lane, in the metric's direction. The
 runner-up is kept as challenger when the gap between the two raw scores is within noise: the
 standard errors of the two scores, combined. A score's standard error comes from its per-case
@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from server.supervisor.state import RunView
-from tools.run_evidence import AttemptEvidence
+from amid.server.supervisor.state import RunView
+from amid.tools.run_evidence import AttemptEvidence
 
 
 @dataclass(frozen=True)

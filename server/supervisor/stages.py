@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.supervisor.promotion import promote
-from server.supervisor.state import RunView
+from amid.server.supervisor.promotion import promote
+from amid.server.supervisor.state import RunView
 
 SETTLED = frozenset({"promoted", "challenger", "waived", "retired"})
 

@@ -4,7 +4,7 @@ it: which attempts count, which lane is best, has a lane or an agent stopped imp
 
 Only `real` attempts that the reviewer accepted, whose holdout gate passed and that carry a verified
 primary score count for coverage, plateau and promotion. "Best" is the one ranking of
-`server.ranking`: a pessimistic bound of the verified score, widened for the agent's tries.
+`amid.server.ranking`: a pessimistic bound of the verified score, widened for the agent's tries.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from server.finality import counts
-from server.ranking import bound, order_key
-from tools.run_evidence import AttemptEvidence, Cause, EvidenceResult, FocusNote
+from amid.server.finality import counts
+from amid.server.ranking import bound, order_key
+from amid.tools.run_evidence import AttemptEvidence, Cause, EvidenceResult, FocusNote
 
 ToolCaller = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 
@@ -105,7 +105,7 @@ class RunView:
         return a > b if self.evidence.higher_is_better else a < b
 
     def counts(self, attempt: AttemptEvidence) -> bool:
-        """An attempt that counts for coverage, plateau and promotion (`server.finality`)."""
+        """An attempt that counts for coverage, plateau and promotion (`amid.server.finality`)."""
         return counts(vars(attempt))
 
     def reviewed_real(self, lane_id: str | None = None, agent_id: str | None = None) -> list[AttemptEvidence]:
@@ -124,7 +124,7 @@ class RunView:
         return [a for a in self.evidence.attempts if self.counts(a) and (lane_id is None or a.lane_id == lane_id)]
 
     def bound(self, attempt: AttemptEvidence) -> float:
-        """The pessimistic bound the attempt is ranked by (`server.ranking`)."""
+        """The pessimistic bound the attempt is ranked by (`amid.server.ranking`)."""
         assert attempt.verified_score is not None
         return bound(attempt.verified_score, attempt.score_se, attempt.tries, self.evidence.higher_is_better)
 

@@ -40,7 +40,7 @@ def test_quick_run_writes_sane_results(tmp_path: Path) -> None:
 
 
 def test_large_case_generator(tmp_path: Path) -> None:
-    from tools.profiling import read_array
+    from amid.tools.profiling import read_array
 
     folder = tmp_path / "large"
     (folder / "imagesTr").mkdir(parents=True)

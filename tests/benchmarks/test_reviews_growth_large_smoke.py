@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import benchmarks._common
+from amid.server.sandbox import bwrap_problem
 from benchmarks.scale import reviews_growth
-from server.sandbox import bwrap_problem
 from tests.server.reviewer.sandbox import PREDICT_PY
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import benchmarks._common
+from amid.server.sandbox import bwrap_problem
 from benchmarks.scale import reviews_growth
-from server.sandbox import bwrap_problem
 
 pytestmark = [
     pytest.mark.slow,  # the review pool's fork server imports the reviewer before the first review

@@ -8,9 +8,9 @@ from typing import get_args
 
 import pytest
 
-from registry.loader import load_foundation_models, load_lane_templates
-from registry.schemas import FmQuery, FoundationModel, Predicate
-from server.errors import DataUnreadable
+from amid.registry.loader import load_foundation_models, load_lane_templates
+from amid.registry.schemas import FmQuery, FoundationModel, Predicate
+from amid.server.errors import DataUnreadable
 
 MODELS = load_foundation_models()
 TEMPLATES = load_lane_templates()

@@ -29,8 +29,8 @@ from hypothesis import strategies as st
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from server.mcp_client import connect
-from server.tool_manifest import tool_specs
+from amid.server.mcp_client import connect
+from amid.server.tool_manifest import tool_specs
 
 CODES = "INVALID_INPUT|NOT_FOUND|CONFLICT|FORBIDDEN|DATA_UNREADABLE|JOB_FAILED"
 CODED = re.compile(rf"^Error executing tool [a-z_]+: ({CODES}): \S")

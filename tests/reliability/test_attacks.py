@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from amid.server.workspace import Workspace
 from benchmarks.reliability.attacks import ECHO_LIMIT, run
-from server.workspace import Workspace
 
 pytestmark = pytest.mark.slow
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from amid.server.workspace import Workspace
 from benchmarks.reliability.crash import MOMENTS, plan, run
-from server.workspace import Workspace
 
 pytestmark = pytest.mark.slow
 EXPECTED_EXIT = {"SIGKILL": -9, "SIGTERM": 0}  # a SIGTERM is a clean stop; 60 s without one ends in SIGKILL

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from server.connect import ensure_worktree
-from server.demo import start_server, stop_server
-from server.local_client import call as admin_call
-from server.workspace import Workspace
+from amid.server.connect import ensure_worktree
+from amid.server.demo import start_server, stop_server
+from amid.server.local_client import call as admin_call
+from amid.server.workspace import Workspace
 from tests.reliability.fuzzing import Fuzzer, prepare_worktree
 
 EXAMPLES_PER_TOOL = 9  # ~270 calls over the 30 tools, derandomised (the same calls every run)

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from server.demo import start_server, stop_server
-from server.local_client import call as admin_call
-from server.workspace import Workspace
+from amid.server.demo import start_server, stop_server
+from amid.server.local_client import call as admin_call
+from amid.server.workspace import Workspace
 
 
 @dataclass

@@ -12,13 +12,13 @@ from pathlib import Path
 import git
 import pytest
 
-from server import sandbox
-from server.agent_repo import agent_commit, import_commit
-from server.connect import ensure_worktree
-from server.context import Services
-from server.errors import Forbidden
-from server.repo import resolve_commit
-from server.workspace import Workspace
+from amid.server import sandbox
+from amid.server.agent_repo import agent_commit, import_commit
+from amid.server.connect import ensure_worktree
+from amid.server.context import Services
+from amid.server.errors import Forbidden
+from amid.server.repo import resolve_commit
+from amid.server.workspace import Workspace
 from tests.server.reviewer.sandbox import AgentSandbox, call, call_error, client_for, marked
 
 needs_bwrap = pytest.mark.skipif(sandbox.bwrap_problem() is not None, reason=f"{sandbox.bwrap_problem()}")

@@ -13,19 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from server.context import Services
-from server.demo import start_server, stop_server
-from server.ledger import Ledger
-from server.ledger.reviews import ReviewOutcome
-from server.settings import Settings
-from server.workspace import Workspace
+from amid.server.context import Services
+from amid.server.demo import start_server, stop_server
+from amid.server.ledger import Ledger
+from amid.server.ledger.reviews import ReviewOutcome
+from amid.server.settings import Settings
+from amid.server.workspace import Workspace
 from tests.server.reviewer.sandbox import AgentSandbox, call, client_for, marked
 
 pytestmark = pytest.mark.anyio
 
 
 def amid_audit(workspace: Workspace) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "server.cli", "audit", "-w", str(workspace.root)]
+    command = [sys.executable, "-m", "amid", "audit", "-w", str(workspace.root)]
     return subprocess.run(command, capture_output=True, text=True, timeout=120)
 
 

@@ -11,14 +11,12 @@ from pathlib import Path
 
 import git
 
-from server.workspace import Workspace
+from amid.server.workspace import Workspace
 from tests.factories import make_nnunet_dataset
 
 
 def amid(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "server.cli", *args], capture_output=True, text=True, timeout=120, cwd=cwd
-    )
+    return subprocess.run([sys.executable, "-m", "amid", *args], capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
 def test_make_demo_task_then_init_reports_cases_and_folds(tmp_path: Path) -> None:
@@ -99,7 +97,7 @@ def test_connect_writes_each_client_config_into_the_agents_worktree(workspace: W
 
 def test_help_is_fast_because_heavy_modules_are_not_imported() -> None:
     heavy = "('torch', 'monai', 'nibabel', 'duckdb', 'mcp')"
-    probe = f"import sys, server.cli; print(sorted(m for m in {heavy} if m in sys.modules))"
+    probe = f"import sys, amid.server.cli; print(sorted(m for m in {heavy} if m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "[]"
 
@@ -108,7 +106,7 @@ def test_serve_refuses_a_job_backend_it_cannot_use_before_it_listens(workspace: 
     # The scheduler is built beside the first calls; its settings are still checked at start.
     env = {**os.environ, "AMID_JOB_BACKEND": "ray"}
     result = subprocess.run(
-        [sys.executable, "-m", "server.cli", "serve", "-w", str(workspace.root), "--port", "0"],
+        [sys.executable, "-m", "amid", "serve", "-w", str(workspace.root), "--port", "0"],
         capture_output=True, text=True, timeout=120, env=env,
     )  # fmt: skip
     assert result.returncode == 2 and "setting ray_address: needed for job_backend=ray" in result.stderr

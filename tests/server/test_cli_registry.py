@@ -10,9 +10,7 @@ from pathlib import Path
 
 def amid(*args: str, hub_cache: Path) -> subprocess.CompletedProcess[str]:
     env = {"HF_HUB_CACHE": str(hub_cache), "PATH": "/usr/bin:/bin"}
-    return subprocess.run(
-        [sys.executable, "-m", "server.cli", *args], capture_output=True, text=True, timeout=120, env=env
-    )
+    return subprocess.run([sys.executable, "-m", "amid", *args], capture_output=True, text=True, timeout=120, env=env)
 
 
 def test_registry_search_ranks_models_and_shows_why_and_availability(tmp_path: Path) -> None:

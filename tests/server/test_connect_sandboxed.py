@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from server.sandbox import bwrap_problem
-from server.workspace import Workspace
+from amid.server.sandbox import bwrap_problem
+from amid.server.workspace import Workspace
 
 pytestmark = pytest.mark.skipif(bwrap_problem() is not None, reason=f"bubblewrap cannot run: {bwrap_problem()}")
 
@@ -32,7 +32,7 @@ exit 0
 
 
 def _amid(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "server.cli", *args]
+    command = [sys.executable, "-m", "amid", *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=120, env=env, check=False)
 
 

@@ -3,8 +3,8 @@ scripted workers; a cheat rejected for the right reason, a promotion with its re
 
 from __future__ import annotations
 
-from server.ledger import Ledger
-from server.workspace import Workspace
+from amid.server.ledger import Ledger
+from amid.server.workspace import Workspace
 from tests.conftest import DemoRun
 
 

@@ -7,7 +7,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from server.demo_progress import Progress
+from amid.server.demo_progress import Progress
 from tests.conftest import DemoRun
 
 REPO = Path(__file__).resolve().parents[2]

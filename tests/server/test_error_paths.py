@@ -17,10 +17,10 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from server.artifacts import ArtifactStore
-from server.context import Services
-from server.reviewer.pool import ReviewerPool
-from server.workspace import Workspace, clear_server_marker, write_server_marker
+from amid.server.artifacts import ArtifactStore
+from amid.server.context import Services
+from amid.server.reviewer.pool import ReviewerPool
+from amid.server.workspace import Workspace, clear_server_marker, write_server_marker
 from tests.clients import error, local_client, ok
 from tests.server.conftest import Running
 
@@ -128,7 +128,7 @@ def dying_server(workspace: Workspace) -> Iterator[Workspace]:
 
 @pytest.mark.parametrize("command", [["sql", "SELECT 1"], ["status"], ["token", "list"]])
 def test_the_cli_prints_one_line_when_the_server_dies_mid_call(dying_server: Workspace, command: list[str]) -> None:
-    cli = [sys.executable, "-m", "server.cli", *command, "-w", str(dying_server.root)]
+    cli = [sys.executable, "-m", "amid", *command, "-w", str(dying_server.root)]
     result = subprocess.run(cli, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert result.stderr.count("\n") == 1 and "stopped answering" in result.stderr
@@ -166,8 +166,8 @@ def test_partial_copies_of_a_killed_freeze_are_swept_when_the_server_starts(work
     partial = [folder / ".incoming-abc123", store.root / ".incoming-old", store.root / "manifests" / "att-1.tmp"]
     for path in partial:
         _file(path, b"half a copy")
-    from server.serve import _open
-    from server.settings import Settings
+    from amid.server.serve import _open
+    from amid.server.settings import Settings
 
     services = _open(Settings(workspace=workspace.root, port=0, replay_sandbox="none"))
     try:

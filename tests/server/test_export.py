@@ -12,18 +12,18 @@ import duckdb
 import pandas as pd
 import pytest
 
-from server import queries
-from server.errors import InvalidInput
-from server.ledger import Ledger
-from server.ledger.attempts import ArtifactRow
-from server.local_client import call as admin_call
-from server.workspace import Workspace
+from amid.server import queries
+from amid.server.errors import InvalidInput
+from amid.server.ledger import Ledger
+from amid.server.ledger.attempts import ArtifactRow
+from amid.server.local_client import call as admin_call
+from amid.server.workspace import Workspace
 from tests.server.conftest import Running
 from tests.server.test_human_views import seed_attempt
 
 
 def _export_cli(ws: Workspace, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "server.cli", "export", "-w", str(ws.root), *args]
+    command = [sys.executable, "-m", "amid", "export", "-w", str(ws.root), *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=300)
 
 
@@ -74,7 +74,7 @@ def test_export_without_a_server_goes_to_a_new_timestamped_folder(workspace: Wor
 def test_mlflow_export_reads_back_with_mlflows_own_client(workspace: Workspace, tmp_path: Path) -> None:
     from mlflow.tracking import MlflowClient
 
-    from server.mlflow_export import export_mlflow
+    from amid.server.mlflow_export import export_mlflow
 
     ledger = Ledger(workspace.ledger_path)
     evidence = ArtifactRow("predictions", "preds/case_0.nii.gz", "ab" * 32, 128, f"artifacts/{'ab' * 32}", fold=0)

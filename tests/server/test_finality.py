@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from server.finality import count_problems, counts, final_problems
-from server.supervisor.state import RunView
-from tools.run_evidence import AttemptEvidence
+from amid.server.finality import count_problems, counts, final_problems
+from amid.server.supervisor.state import RunView
+from amid.tools.run_evidence import AttemptEvidence
 
 GOOD: dict[str, Any] = {"status": "accepted", "budget_class": "real", "holdout_gated": True, "verified_score": 0.8}
 

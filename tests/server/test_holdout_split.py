@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from server.errors import InvalidInput
-from server.holdout_split import HeldNames, scrub_public_tables, with_holdout_fraction
-from server.workspace import Workspace, init_workspace
-from tools.task.importers import import_task
+from amid.server.errors import InvalidInput
+from amid.server.holdout_split import HeldNames, scrub_public_tables, with_holdout_fraction
+from amid.server.workspace import Workspace, init_workspace
+from amid.tools.task.importers import import_task
 
 TEXT_ENDINGS = (".csv", ".tsv", ".json", ".yaml", ".md", ".txt")
 
 
 def amid(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "server.cli", *args], capture_output=True, text=True, timeout=180)
+    return subprocess.run([sys.executable, "-m", "amid", *args], capture_output=True, text=True, timeout=180)
 
 
 def held_out(ws: Workspace) -> list[dict[str, str]]:

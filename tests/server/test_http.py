@@ -10,8 +10,8 @@ import time
 import httpx2
 import pytest
 
-from server.local_client import call as admin_call
-from server.mcp_client import ToolCallFailed, call, connect
+from amid.server.local_client import call as admin_call
+from amid.server.mcp_client import ToolCallFailed, call, connect
 from tests.server.conftest import Running
 
 INIT = {
@@ -94,7 +94,7 @@ def test_revoked_token_is_refused_on_the_next_request(running: Running) -> None:
 def test_a_second_server_on_the_same_workspace_exits_at_once_naming_the_first(running: Running) -> None:
     started = time.monotonic()
     result = subprocess.run(
-        [sys.executable, "-m", "server.cli", "serve", "-w", str(running.workspace.root), "--port", "0"],
+        [sys.executable, "-m", "amid", "serve", "-w", str(running.workspace.root), "--port", "0"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -106,7 +106,7 @@ def test_a_second_server_on_the_same_workspace_exits_at_once_naming_the_first(ru
 
 def test_cli_status_and_sql_go_through_the_running_server(running: Running) -> None:
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "server.cli", *args, "-w", str(running.workspace.root)]
+        command = [sys.executable, "-m", "amid", *args, "-w", str(running.workspace.root)]
         return subprocess.run(command, capture_output=True, text=True, timeout=60)
 
     status = cli("status")

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from server.ledger import Ledger, utcnow
-from server.ledger.attempts import ArtifactRow, NewAttempt
-from server.ledger.reviews import CheckRow, MetricRow, ReviewOutcome
-from server.workspace import Workspace
+from amid.server.ledger import Ledger, utcnow
+from amid.server.ledger.attempts import ArtifactRow, NewAttempt
+from amid.server.ledger.reviews import CheckRow, MetricRow, ReviewOutcome
+from amid.server.workspace import Workspace
 from tests.server.supervisor.seed import add_lanes
 
 VIEWS = (

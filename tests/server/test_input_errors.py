@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from server.connect import ensure_worktree
-from server.context import Services
-from server.ledger import Ledger
+from amid.server.connect import ensure_worktree
+from amid.server.context import Services
+from amid.server.ledger import Ledger
 from tests.clients import error, local_client, ok
 from tests.reliability.fuzzing import prepare_worktree
 

@@ -7,9 +7,9 @@ from datetime import timedelta
 
 import pytest
 
-from server.errors import Conflict, NotFound
-from server.ledger import Ledger, utcnow
-from server.ledger.lanes import LaneRow
+from amid.server.errors import Conflict, NotFound
+from amid.server.ledger import Ledger, utcnow
+from amid.server.ledger.lanes import LaneRow
 
 LEASE_S = 600
 

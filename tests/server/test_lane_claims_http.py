@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from server.local_client import call as admin_call
-from server.mcp_client import ToolCallFailed, call, connect
+from amid.server.local_client import call as admin_call
+from amid.server.mcp_client import ToolCallFailed, call, connect
 from tests.server.conftest import Running
 
 N_AGENTS = 32

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from server.errors import Conflict, InvalidInput, NotFound
-from server.ledger import Ledger
-from server.ledger.database import _migrations
+from amid.server.errors import Conflict, InvalidInput, NotFound
+from amid.server.ledger import Ledger
+from amid.server.ledger.database import _migrations
 
 
 def test_migrations_apply_once_and_views_exist(tmp_path: Path) -> None:
@@ -87,7 +87,7 @@ def test_a_second_writer_on_the_same_file_fails_fast(tmp_path: Path) -> None:
 
     ledger = Ledger(tmp_path / "a.duckdb")
     try:
-        probe = "from server.ledger import Ledger; import sys; Ledger(__import__('pathlib').Path(sys.argv[1]))"
+        probe = "from amid.server.ledger import Ledger; import sys; Ledger(__import__('pathlib').Path(sys.argv[1]))"
         result = subprocess.run(
             [sys.executable, "-c", probe, str(tmp_path / "a.duckdb")], capture_output=True, text=True, timeout=60
         )
@@ -129,7 +129,7 @@ def test_attempts_of_an_older_ledger_keep_their_status_and_may_become_revoked(
 ) -> None:
     import duckdb
 
-    from server.ledger import database
+    from amid.server.ledger import database
 
     every = database._migrations()
     monkeypatch.setattr(database, "_migrations", lambda: [m for m in every if m[0] < 5])
@@ -155,7 +155,7 @@ def test_attempts_of_an_older_ledger_keep_their_status_and_may_become_revoked(
 
 def test_run_evidence_shows_the_newest_attempts_and_every_accepted_one(tmp_path: Path) -> None:
     # A 10,000-attempt run showed its supervisor only the first 1,000: nothing newer was ever ranked.
-    from server.ledger.attempts import NewAttempt
+    from amid.server.ledger.attempts import NewAttempt
 
     ledger = Ledger(tmp_path / "a.duckdb")
     try:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from server.errors import Conflict
-from server.ledger import Ledger
-from server.ledger.attempts import ArtifactRow, NewAttempt
+from amid.server.errors import Conflict
+from amid.server.ledger import Ledger
+from amid.server.ledger.attempts import ArtifactRow, NewAttempt
 
 
 def _new(i: int, agent: str = "alice", key: str | None = None, summary: str | None = None) -> NewAttempt:
@@ -116,7 +116,7 @@ def test_log_many_in_a_failed_batch_leaves_no_event(tmp_path: Path) -> None:
 
 
 def test_the_kept_leaderboard_follows_every_verdict(tmp_path: Path) -> None:
-    from server.ledger.reviews import MetricRow, ReviewOutcome
+    from amid.server.ledger.reviews import MetricRow, ReviewOutcome
 
     ledger = Ledger(tmp_path / "a.duckdb")
     try:
@@ -147,10 +147,10 @@ def test_the_kept_leaderboard_follows_every_verdict(tmp_path: Path) -> None:
 def test_the_kept_leaderboard_outlives_writes_that_do_not_move_it_and_follows_those_that_do(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from server.ledger import reviews
-    from server.ledger.audits import AuditCheckRow
-    from server.ledger.database import utcnow
-    from server.ledger.reviews import MetricRow, ReviewOutcome
+    from amid.server.ledger import reviews
+    from amid.server.ledger.audits import AuditCheckRow
+    from amid.server.ledger.database import utcnow
+    from amid.server.ledger.reviews import MetricRow, ReviewOutcome
 
     ranked: list[int] = []
     real_rank = reviews.rank_rows

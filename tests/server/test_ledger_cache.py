@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from server.ledger import Ledger
-from server.ledger.database import EVERY_TABLE, utcnow, written_tables
+from amid.server.ledger import Ledger
+from amid.server.ledger.database import EVERY_TABLE, utcnow, written_tables
 
 ROOT = Path(__file__).resolve().parents[2]
 SQL_WRITE = re.compile(r"^\s*(INSERT\s+(OR\s+\w+\s+)?INTO|UPDATE\s+\S+\s+SET|DELETE\s+FROM)\s", re.I)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from server.ledger import Ledger
+from amid.server.ledger import Ledger
 
 
 def test_a_revoked_token_is_refused_although_it_was_verified_before(tmp_path: Path) -> None:

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from server.context import Services
-from server.tool_manifest import tool_specs
+from amid.server.context import Services
+from amid.server.tool_manifest import tool_specs
 from tests.clients import local_client
 
 MODES = ["legacy", "auto"]

@@ -16,16 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from server.context import Services
-from server.errors import InvalidInput
-from server.holdout_split import with_holdout_fraction
-from server.ledger import Ledger
-from server.settings import Settings
-from server.workspace import Workspace, init_workspace
+from amid.server.context import Services
+from amid.server.errors import InvalidInput
+from amid.server.holdout_split import with_holdout_fraction
+from amid.server.ledger import Ledger
+from amid.server.settings import Settings
+from amid.server.workspace import Workspace, init_workspace
+from amid.tools.task.contract import SourceRef, write_contract
+from amid.tools.task.importers import import_task
 from tests.clients import local_client, ok
 from tests.fixtures.rexmle import make_challenge
-from tools.task.contract import SourceRef, write_contract
-from tools.task.importers import import_task
 
 pytestmark = pytest.mark.anyio
 SKILLS = Path(__file__).resolve().parents[2] / "skills"
@@ -141,7 +141,7 @@ def test_a_task_whose_description_names_its_import_folder_is_refused(demo_challe
 
 def test_amid_status_still_says_where_the_task_came_from(demo_challenge: Path, tmp_path: Path) -> None:
     ws = init_workspace(import_task(demo_challenge), tmp_path / "ws")
-    command = [sys.executable, "-m", "server.cli", "status", "-w", str(ws.root)]
+    command = [sys.executable, "-m", "amid", "status", "-w", str(ws.root)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert f"imported  task {ws.origin()['task']}" in result.stdout

@@ -7,10 +7,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import git
 
-from server.agent_repo import import_commit
-from server.connect import ensure_worktree
-from server.repo import RUN_START_REF, detached_worktree, pin_commit, resolve_commit, stored_commit
-from server.workspace import Workspace
+from amid.server.agent_repo import import_commit
+from amid.server.connect import ensure_worktree
+from amid.server.repo import RUN_START_REF, detached_worktree, pin_commit, resolve_commit, stored_commit
+from amid.server.workspace import Workspace
 
 
 def commit_in(workspace: Workspace, agent: str, files: dict[str, str]) -> str:

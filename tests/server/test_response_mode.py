@@ -7,8 +7,8 @@ import json
 
 import httpx2
 
-from server.mcp_client import connect
-from server.response_mode import wants_stream
+from amid.server.mcp_client import connect
+from amid.server.response_mode import wants_stream
 from tests.server.conftest import Running
 
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from server import admin
-from server.ledger import Ledger, utcnow
-from server.ledger.lanes import LaneRow
+from amid.server import admin
+from amid.server.ledger import Ledger, utcnow
+from amid.server.ledger.lanes import LaneRow
 from tests.conftest import DemoRun
 
 

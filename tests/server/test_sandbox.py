@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from server.reviewer.bounded import Outcome, run_bounded
-from server.reviewer.replay import fill
-from server.sandbox import Mounts, SandboxKind, bwrap_problem, placeholders, replay_env, resolve_kind, wrap
+from amid.server.reviewer.bounded import Outcome, run_bounded
+from amid.server.reviewer.replay import fill
+from amid.server.sandbox import Mounts, SandboxKind, bwrap_problem, placeholders, replay_env, resolve_kind, wrap
 
 needs_bwrap = pytest.mark.skipif(bwrap_problem() is not None, reason=f"bubblewrap cannot run: {bwrap_problem()}")
 
@@ -125,7 +125,7 @@ def test_a_boxed_job_runs_a_console_script_of_a_venv_reached_through_a_link(tmp_
     worktree.mkdir()
     scratch.mkdir()
     build = (
-        "import json, sys; from pathlib import Path; from server.sandbox import JobBox, wrap_job; "
+        "import json, sys; from pathlib import Path; from amid.server.sandbox import JobBox, wrap_job; "
         f"box = JobBox(worktree=Path({str(worktree)!r}), scratch=Path({str(scratch)!r}), cwd=Path({str(worktree)!r})); "
         "print(json.dumps(wrap_job([sys.prefix + '/bin/pip', '--version'], box)))"
     )

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from server import sandbox
-from server.errors import Conflict
+from amid.server import sandbox
+from amid.server.errors import Conflict
 
 
 @pytest.fixture

@@ -14,13 +14,13 @@ from typing import IO
 
 import pytest
 
-from server.workspace import Workspace, read_server_marker
+from amid.server.workspace import Workspace, read_server_marker
 
 pytestmark = pytest.mark.slow
 
 
 def _serve(workspace: Workspace, log: IO[bytes]) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "-m", "server.cli", "serve", "-w", str(workspace.root), "--port", "0"]
+    command = [sys.executable, "-m", "amid", "serve", "-w", str(workspace.root), "--port", "0"]
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log)
 
 
@@ -72,7 +72,7 @@ def test_a_sigterm_just_before_uvicorn_takes_the_signals_still_stops_it() -> Non
 
     import uvicorn
 
-    from server import serve
+    from amid.server import serve
 
     async def app(scope: dict[str, object], receive: object, send: object) -> None:
         return None

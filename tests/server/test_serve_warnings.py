@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from server.demo import start_server, stop_server
-from server.exposure import private_warnings
-from server.local_client import call as admin_call
-from server.workspace import Workspace
+from amid.server.demo import start_server, stop_server
+from amid.server.exposure import private_warnings
+from amid.server.local_client import call as admin_call
+from amid.server.workspace import Workspace
 
 
 def _server_warnings(workspace: Workspace) -> tuple[str, list[str]]:

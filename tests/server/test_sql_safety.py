@@ -15,11 +15,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from server import queries
-from server.errors import InvalidInput
-from server.ledger import Ledger
-from server.ledger.readonly import SqlRefused, open_reader, translate
-from server.workspace import Workspace
+from amid.server import queries
+from amid.server.errors import InvalidInput
+from amid.server.ledger import Ledger
+from amid.server.ledger.readonly import SqlRefused, open_reader, translate
+from amid.server.workspace import Workspace
 from tests.server.conftest import Running
 
 SEQUENCE = "SELECT last_value FROM duckdb_sequences() WHERE sequence_name = 'event_seq'"
@@ -170,7 +170,7 @@ def test_every_duckdb_error_is_translated_to_one_code(error: duckdb.Error, code:
 
 
 def _cli(ws: Workspace, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "server.cli", "sql", *args, "-w", str(ws.root)]
+    command = [sys.executable, "-m", "amid", "sql", *args, "-w", str(ws.root)]
     return subprocess.run(command, capture_output=True, text=True, timeout=120)
 
 

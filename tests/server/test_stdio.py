@@ -7,15 +7,15 @@ import sys
 import pytest
 from mcp import Client, StdioServerParameters
 
-from server.ledger import Ledger
-from server.workspace import Workspace
+from amid.server.ledger import Ledger
+from amid.server.workspace import Workspace
 
 
 @pytest.mark.anyio
 async def test_stdio_server_identifies_the_local_agent_and_serves_tools(workspace: Workspace) -> None:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "server.cli", "serve", "-w", str(workspace.root), "--stdio", "--agent", "solo"],
+        args=["-m", "amid", "serve", "-w", str(workspace.root), "--stdio", "--agent", "solo"],
     )
     async with Client(params, mode="legacy") as client:
         result = await client.call_tool("get_task", {"include_case_ids": False})

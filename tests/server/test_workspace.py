@@ -7,12 +7,12 @@ import git
 import pytest
 import yaml
 
-from server.errors import InvalidInput
-from server.ledger import Ledger
-from server.workspace import Workspace, init_workspace
+from amid.server.errors import InvalidInput
+from amid.server.ledger import Ledger
+from amid.server.workspace import Workspace, init_workspace
+from amid.tools.task.contract import contract_hash
+from amid.tools.task.importers import import_task
 from tests.factories import make_native_task, native_task_dict
-from tools.task.contract import contract_hash
-from tools.task.importers import import_task
 
 
 def test_init_creates_the_full_layout_with_git_ledger_contract_and_folds(workspace: Workspace) -> None:

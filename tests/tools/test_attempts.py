@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from server.context import Services
-from server.ledger.attempts import Attempts, NewAttempt
+from amid.server.context import Services
+from amid.server.ledger.attempts import Attempts, NewAttempt
 from tests.server.reviewer.sandbox import AgentSandbox, call, call_error, client_for, marked
 
 pytestmark = pytest.mark.anyio

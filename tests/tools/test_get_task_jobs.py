@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from server import runtime
-from server.connect import ensure_worktree
-from server.context import Services
-from server.job_environment import describe, job_rule
+from amid.server import runtime
+from amid.server.connect import ensure_worktree
+from amid.server.context import Services
+from amid.server.job_environment import describe, job_rule
 from tests.clients import local_client, ok
 
 

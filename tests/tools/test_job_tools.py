@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from server import runtime
-from server.connect import ensure_worktree
-from server.context import Services
+from amid.server import runtime
+from amid.server.connect import ensure_worktree
+from amid.server.context import Services
 from tests.clients import local_client, ok
 
 
@@ -99,7 +99,7 @@ async def test_list_jobs_pages_every_job_from_the_ledger_newest_first(
     agent_services: Services, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The scheduler keeps only the recently ended jobs in memory; the list comes from the ledger's mirror.
-    from server.jobs import scheduler as module
+    from amid.server.jobs import scheduler as module
 
     monkeypatch.setattr(module, "KEEP_ENDED", 1)
     async with local_client(agent_services, "worker") as client:

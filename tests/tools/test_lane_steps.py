@@ -12,22 +12,22 @@ from pathlib import Path
 
 import pytest
 
-from server.context import Services, ToolContext
-from server.errors import Conflict
-from server.jobs.gpu import GpuInfo, StaticInventory
-from server.jobs.local import LocalBackend
-from server.jobs.scheduler import JobScheduler
-from server.ledger import Identity, Ledger
-from server.reviewer.job import ArtifactRef
-from server.reviewer.replay import declared_name
-from server.settings import Settings
-from server.workspace import Workspace
+from amid.server.context import Services, ToolContext
+from amid.server.errors import Conflict
+from amid.server.jobs.gpu import GpuInfo, StaticInventory
+from amid.server.jobs.local import LocalBackend
+from amid.server.jobs.scheduler import JobScheduler
+from amid.server.ledger import Identity, Ledger
+from amid.server.reviewer.job import ArtifactRef
+from amid.server.reviewer.replay import declared_name
+from amid.server.settings import Settings
+from amid.server.workspace import Workspace
+from amid.tools.jobs import RunJobInput
+from amid.tools.lane_plan import ensure_portfolio
+from amid.tools.scaffolds import pinning
+from amid.tools.scaffolds.nnunet_steps import SMOKE_EPOCHS, SMOKE_ITERATIONS
+from amid.tools.scaffolds.pinning import PIN_CODE, PIN_FLAG, check_pin, scaffold_digest
 from tests.clients import local_client, ok
-from tools.jobs import RunJobInput
-from tools.lane_plan import ensure_portfolio
-from tools.scaffolds import pinning
-from tools.scaffolds.nnunet_steps import SMOKE_EPOCHS, SMOKE_ITERATIONS
-from tools.scaffolds.pinning import PIN_CODE, PIN_FLAG, check_pin, scaffold_digest
 
 NNUNET = "nnunet-3d-fullres"
 ONE_GPU = [GpuInfo(index=0, uuid="GPU-0", name="test", memory_total_mb=8000, memory_free_mb=8000, utilization_pct=0)]
@@ -69,7 +69,7 @@ async def test_claim_lane_returns_steps_to_pass_to_run_gpu_job_as_they_are(machi
         RunJobInput.model_validate(step["run_gpu_job"])
         assert shlex.join(step["argv"]) in claimed["lane_file"]  # the human text comes from the same data
     assert steps["replay"]["job"] is False and steps["replay"]["run_gpu_job"] is None
-    assert steps["replay"]["argv"][:3] == ["{python}", "-m", "tools.scaffolds.nnunet"]
+    assert steps["replay"]["argv"][:3] == ["{python}", "-m", "amid.tools.scaffolds.nnunet"]
     assert "'{python}'" not in claimed["lane_file"]  # no shell quoting an agent must undo
     names = list(steps)
     assert names.index("score_fold_0") < names.index("package") < names.index("predict_test")
@@ -117,7 +117,7 @@ def test_a_replay_pinned_to_other_scaffold_code_is_refused_naming_both_digests(t
 
 
 def test_the_replay_command_refuses_before_predicting_when_its_pin_differs(tmp_path: Path) -> None:
-    argv = [sys.executable, "-m", "tools.scaffolds.nnunet", "replay", "--model", str(tmp_path), "--folds", "0",
+    argv = [sys.executable, "-m", "amid.tools.scaffolds.nnunet", "replay", "--model", str(tmp_path), "--folds", "0",
             "--input-dir", str(tmp_path), "--output-dir", str(tmp_path / "out"), PIN_FLAG, "0" * 64]  # fmt: skip
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and f"CONFLICT: {PIN_FLAG}: {PIN_CODE}" in done.stderr

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from server.context import Services, ToolContext
-from server.ledger import Identity, Ledger
-from server.ledger.idempotency import IdempotencyKeys
-from server.settings import Settings
-from server.workspace import Workspace
+from amid.server.context import Services, ToolContext
+from amid.server.ledger import Identity, Ledger
+from amid.server.ledger.idempotency import IdempotencyKeys
+from amid.server.settings import Settings
+from amid.server.workspace import Workspace
+from amid.tools.lane_plan import ensure_portfolio
 from tests.clients import error, local_client, ok
-from tools.lane_plan import ensure_portfolio
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from server.context import Services
-from server.untrusted import unframe
+from amid.server.context import Services
+from amid.server.untrusted import unframe
 from tests.clients import local_client, ok
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from server.context import Services
+from amid.server.context import Services
 from tests.clients import local_client
 
 

@@ -7,8 +7,8 @@ import hashlib
 import anyio
 import pytest
 
-from server.context import Services
-from server.untrusted import SEEDED_TRUST
+from amid.server.context import Services
+from amid.server.untrusted import SEEDED_TRUST
 from tests.clients import error, local_client, ok
 
 BODY = "1. Load the reference with nibabel.\n2. Copy its affine and header onto the prediction."

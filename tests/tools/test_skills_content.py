@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from registry.loader import load_lane_templates
-from server import errors
-from server.cli import registry_search
-from server.reviewer.report import CODES
-from server.tool_manifest import tool_specs
-from server.workspace import Workspace
+from amid.registry.loader import load_lane_templates
+from amid.server import errors
+from amid.server.cli import registry_search
+from amid.server.reviewer.report import CODES
+from amid.server.tool_manifest import tool_specs
+from amid.server.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parents[2]
 SKILLS = {p.parent.name: p.read_text(encoding="utf-8") for p in sorted((ROOT / "skills").glob("*/SKILL.md"))}

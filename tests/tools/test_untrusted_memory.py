@@ -7,10 +7,10 @@ import shutil
 
 import pytest
 
-from server.context import Services
-from server.protocol import INSTRUCTIONS, UNTRUSTED_MEMORY, agents_md
-from server.untrusted import AGENT_TRUST, SEEDED_TRUST, TAG, frame, unframe
-from server.workspace import SKILLS_SOURCE
+from amid.server.context import Services
+from amid.server.protocol import INSTRUCTIONS, UNTRUSTED_MEMORY, agents_md
+from amid.server.untrusted import AGENT_TRUST, SEEDED_TRUST, TAG, frame, unframe
+from amid.server.workspace import SKILLS_SOURCE
 from tests.clients import error, local_client, ok
 from tests.server.reviewer.sandbox import AgentSandbox, call, client_for, marked
 

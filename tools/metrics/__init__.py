@@ -6,11 +6,11 @@ never hidden defaults; `METRICS` lists every metric with its direction and defau
 `summarize` aggregates per-case values with the convention's NaN rule.
 """
 
-from tools.metrics.classification import accuracy, auc, balanced_accuracy, f1
-from tools.metrics.conventions import MetricConvention, image_diagonal_mm
-from tools.metrics.detection import CocoSummary, box_iou_3d, coco_summary
-from tools.metrics.enhancement import lncc, psnr, ssim
-from tools.metrics.instances import (
+from amid.tools.metrics.classification import accuracy, auc, balanced_accuracy, f1
+from amid.tools.metrics.conventions import MetricConvention, image_diagonal_mm
+from amid.tools.metrics.detection import CocoSummary, box_iou_3d, coco_summary
+from amid.tools.metrics.enhancement import lncc, psnr, ssim
+from amid.tools.metrics.instances import (
     centroid_f1,
     centroid_f1_labels,
     instance_centroids,
@@ -18,11 +18,11 @@ from tools.metrics.instances import (
     instance_f1_at,
     iou_matrix,
 )
-from tools.metrics.lesions import lesion_count_difference, lesion_f1, lesion_volume_difference_ml
-from tools.metrics.overlap import cldice, dice, dice_micro, dice_per_class
-from tools.metrics.registry import METRICS, MetricSpec, MetricSummary, summarize
-from tools.metrics.regression import krocc, plcc, srocc
-from tools.metrics.surface import (
+from amid.tools.metrics.lesions import lesion_count_difference, lesion_f1, lesion_volume_difference_ml
+from amid.tools.metrics.overlap import cldice, dice, dice_micro, dice_per_class
+from amid.tools.metrics.registry import METRICS, MetricSpec, MetricSummary, summarize
+from amid.tools.metrics.regression import krocc, plcc, srocc
+from amid.tools.metrics.surface import (
     SurfaceDistances,
     hausdorff_distance,
     hd_from_distances,
@@ -32,7 +32,7 @@ from tools.metrics.surface import (
     nsd_from_distances,
     surface_distances,
 )
-from tools.metrics.topology import betti0_error, components
+from amid.tools.metrics.topology import betti0_error, components
 
 __all__ = [
     "METRICS",

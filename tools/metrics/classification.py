@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import rankdata
 
-from server.errors import invalid
-from tools.metrics.conventions import MetricConvention, rule_value
-from tools.metrics.inputs import vector_pair
+from amid.server.errors import invalid
+from amid.tools.metrics.conventions import MetricConvention, rule_value
+from amid.tools.metrics.inputs import vector_pair
 
 DEFAULT = MetricConvention()
 

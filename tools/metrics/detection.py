@@ -16,7 +16,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from server.errors import invalid
+from amid.server.errors import invalid
 
 IouType = Literal["bbox", "segm"]
 

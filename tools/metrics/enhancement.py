@@ -20,9 +20,9 @@ from collections.abc import Callable
 import numpy as np
 from scipy import ndimage
 
-from server.errors import invalid
-from tools.metrics.conventions import MetricConvention
-from tools.metrics.inputs import finite_images
+from amid.server.errors import invalid
+from amid.tools.metrics.conventions import MetricConvention
+from amid.tools.metrics.inputs import finite_images
 
 DEFAULT = MetricConvention()
 _SIGMA = 1.5

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from server.errors import invalid
+from amid.server.errors import invalid
 
 
 def binary_mask(name: str, array: object) -> np.ndarray:

@@ -16,9 +16,9 @@ from scipy import ndimage
 from scipy.optimize import linear_sum_assignment
 from scipy.spatial.distance import cdist
 
-from server.errors import invalid
-from tools.metrics.conventions import MetricConvention, empty_case_value
-from tools.metrics.inputs import label_map, label_pair
+from amid.server.errors import invalid
+from amid.tools.metrics.conventions import MetricConvention, empty_case_value
+from amid.tools.metrics.inputs import label_map, label_pair
 
 DEFAULT = MetricConvention(empty_both="best", iou_thresholds=(0.5,))
 

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tools.metrics.conventions import MetricConvention, empty_case_value
-from tools.metrics.inputs import mask_pair, voxel_spacing
-from tools.metrics.topology import betti0_error, components
+from amid.tools.metrics.conventions import MetricConvention, empty_case_value
+from amid.tools.metrics.inputs import mask_pair, voxel_spacing
+from amid.tools.metrics.topology import betti0_error, components
 
 DEFAULT = MetricConvention(empty_both="best")
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from server.errors import invalid
-from tools.metrics.conventions import MetricConvention, empty_case_value
-from tools.metrics.inputs import label_pair, mask_pair
+from amid.server.errors import invalid
+from amid.tools.metrics.conventions import MetricConvention, empty_case_value
+from amid.tools.metrics.inputs import label_pair, mask_pair
 
 DEFAULT = MetricConvention(empty_both="best")
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from tools.metrics import (
+from amid.tools.metrics import (
     classification,
     detection,
     enhancement,
@@ -24,8 +24,8 @@ from tools.metrics import (
     surface,
     topology,
 )
-from tools.metrics.conventions import MetricConvention
-from tools.metrics.summary import MetricSummary, summarize
+from amid.tools.metrics.conventions import MetricConvention
+from amid.tools.metrics.summary import MetricSummary, summarize
 
 Direction = Literal["higher_better", "lower_better"]
 Kind = Literal["segmentation", "instance", "detection", "classification", "regression", "enhancement"]

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import rankdata
 
-from server.errors import invalid
-from tools.metrics.inputs import vector_pair
+from amid.server.errors import invalid
+from amid.tools.metrics.inputs import vector_pair
 
 _PAIR_BLOCK = 2_000_000
 

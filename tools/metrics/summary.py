@@ -8,8 +8,8 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from server.errors import invalid
-from tools.metrics.conventions import MetricConvention
+from amid.server.errors import invalid
+from amid.tools.metrics.conventions import MetricConvention
 
 
 class MetricSummary(BaseModel):

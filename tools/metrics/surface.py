@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial import cKDTree
 
-from server.errors import invalid
-from tools.metrics.conventions import MetricConvention, cap_distance, empty_case_value
-from tools.metrics.inputs import mask_pair, voxel_spacing
+from amid.server.errors import invalid
+from amid.tools.metrics.conventions import MetricConvention, cap_distance, empty_case_value
+from amid.tools.metrics.inputs import mask_pair, voxel_spacing
 
 HD95 = MetricConvention(percentile=95.0)
 _NO_DISTANCES = np.zeros(0, dtype=np.float64)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 from scipy import ndimage
 
-from server.errors import invalid
-from tools.metrics.conventions import MetricConvention
-from tools.metrics.inputs import binary_mask, mask_pair
+from amid.server.errors import invalid
+from amid.tools.metrics.conventions import MetricConvention
+from amid.tools.metrics.inputs import binary_mask, mask_pair
 
 DEFAULT = MetricConvention()
 

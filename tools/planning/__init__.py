@@ -1,5 +1,5 @@
 """Data-conditioned method planning: foundation-model search and lane templates (plain Python)."""
 
-from tools.planning.fm_query import ModelHit, query_models
+from amid.tools.planning.fm_query import ModelHit, query_models
 
 __all__ = ["ModelHit", "query_models"]

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from registry.schemas import FmQuery, FoundationModel
-from tools.planning.facts import PlanningFacts
-from tools.planning.portfolio import CandidateModel
-from tools.planning.resources import USABLE, Environment, model_availability
+from amid.registry.schemas import FmQuery, FoundationModel
+from amid.tools.planning.facts import PlanningFacts
+from amid.tools.planning.portfolio import CandidateModel
+from amid.tools.planning.resources import USABLE, Environment, model_availability
 
 AVAILABILITY_ORDER = {"cached": 0, "obtainable": 1, "gated": 2, "unknown_offline": 3}
 UNSPECIFIC_MODALITIES = frozenset({"multi", "other"})

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:  # the profile's models import numpy: not needed to import the planner's models
-    from tools.profiling import CompactProfile, DataProfile
+    from amid.tools.profiling import CompactProfile, DataProfile
 
 EvidenceValue = float | int | str
 
@@ -95,7 +95,7 @@ def facts_from_profile(
 ) -> PlanningFacts:
     """Reduce a data profile (full or compact) and the contract's modality, labels and channel names
     to the planner's facts."""
-    from tools.profiling import DataProfile
+    from amid.tools.profiling import DataProfile
 
     if isinstance(profile, DataProfile):
         predicates = {p.name: p.value for p in profile.predicates}

@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from registry.schemas import Access, Dimensionality, FoundationModel, Modality, TaskFamily
+from amid.registry.schemas import Access, Dimensionality, FoundationModel, Modality, TaskFamily
 
 Availability = Literal["cached", "gated", "obtainable", "unknown_offline"]
 

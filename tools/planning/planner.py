@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from registry.schemas import FoundationModel, LaneTemplate
-from tools.planning.candidates import candidate_models, modality_mismatch
-from tools.planning.facts import PlanningFacts
-from tools.planning.portfolio import (
+from amid.registry.schemas import FoundationModel, LaneTemplate
+from amid.tools.planning.candidates import candidate_models, modality_mismatch
+from amid.tools.planning.facts import PlanningFacts
+from amid.tools.planning.portfolio import (
     CandidateModel,
     DataCondition,
     ExcludedIdea,
@@ -24,7 +24,7 @@ from tools.planning.portfolio import (
     ScaffoldStep,
     ordered,
 )
-from tools.planning.resources import Environment, resource_status
+from amid.tools.planning.resources import Environment, resource_status
 
 StepBuilder = Callable[[LaneSpec, PlanningFacts], list[ScaffoldStep]]
 

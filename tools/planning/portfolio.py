@@ -7,8 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from registry.schemas import Budget, LaneFamily, Scaffold, Tier
-from tools.planning.facts import EvidenceValue, PlanningFacts
+from amid.registry.schemas import Budget, LaneFamily, Scaffold, Tier
+from amid.tools.planning.facts import EvidenceValue, PlanningFacts
 
 Origin = Literal["planner", "agent"]
 TIER_ORDER: dict[str, int] = {"primary": 0, "secondary": 1, "fallback": 2}

@@ -11,11 +11,11 @@ from collections.abc import Collection, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from registry.schemas import Budget, FoundationModel, LaneFamily, LaneTemplate, Predicate, Resource
-from server.errors import invalid
-from tools.planning.facts import PlanningFacts
-from tools.planning.portfolio import DataCondition, LaneSpec
-from tools.planning.resources import Environment, resource_status
+from amid.registry.schemas import Budget, FoundationModel, LaneFamily, LaneTemplate, Predicate, Resource
+from amid.server.errors import invalid
+from amid.tools.planning.facts import PlanningFacts
+from amid.tools.planning.portfolio import DataCondition, LaneSpec
+from amid.tools.planning.resources import Environment, resource_status
 
 PROPOSAL_RANK = 50.0  # below every planner lane: a proposal earns its place with accepted attempts
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 
-from tools.planning.portfolio import ExcludedIdea, LaneSpec, Portfolio, ScaffoldStep
+from amid.tools.planning.portfolio import ExcludedIdea, LaneSpec, Portfolio, ScaffoldStep
 
 PORTFOLIO_FILE = "PORTFOLIO.md"
 

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from registry.schemas import FoundationModel, Resource
-from tools.planning.fm_query import Availability, availability_of, cached_hub_files
-from tools.planning.portfolio import ResourceStatus
+from amid.registry.schemas import FoundationModel, Resource
+from amid.tools.planning.fm_query import Availability, availability_of, cached_hub_files
+from amid.tools.planning.portfolio import ResourceStatus
 
 USABLE: frozenset[Availability] = frozenset({"cached", "obtainable"})
 # Distributions of the project's `train` extra: `make demo` leaves them out, so name the extra to install.

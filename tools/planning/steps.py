@@ -9,12 +9,12 @@ inference command: the reviewer runs it in its sandbox, where only placeholders 
 
 from __future__ import annotations
 
-from tools.planning.facts import PlanningFacts
-from tools.planning.portfolio import LaneSpec, ScaffoldStep
-from tools.scaffolds import monai_steps as monai_steps_module
-from tools.scaffolds import nnunet_steps
-from tools.scaffolds.monai_config import SUPPORTED_TASKS, config_from_facts
-from tools.scaffolds.monai_steps import LANES_FROM_WORKTREE, MONAI_MODEL, MONAI_RUNS, monai_config_name
+from amid.tools.planning.facts import PlanningFacts
+from amid.tools.planning.portfolio import LaneSpec, ScaffoldStep
+from amid.tools.scaffolds import monai_steps as monai_steps_module
+from amid.tools.scaffolds import nnunet_steps
+from amid.tools.scaffolds.monai_config import SUPPORTED_TASKS, config_from_facts
+from amid.tools.scaffolds.monai_steps import LANES_FROM_WORKTREE, MONAI_MODEL, MONAI_RUNS, monai_config_name
 
 __all__ = ["LANES_FROM_WORKTREE", "MONAI_MODEL", "MONAI_RUNS", "monai_config_name", "monai_steps", "scaffold_steps"]
 

@@ -3,7 +3,7 @@
 Entry points: `profile_dataset(request)` -> `DataProfile`; `DataProfile.compact()` for a tool reply;
 `write_report(profile, folder)`; `fingerprint(request)` as the cache key.
 
-Exports load lazily: worker processes import `tools.profiling.casework`, which runs this file, and
+Exports load lazily: worker processes import `amid.tools.profiling.casework`, which runs this file, and
 should not pay for the report and section modules they never use.
 """
 
@@ -13,12 +13,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tools.profiling.dataprofile import CompactProfile, DataProfile
-    from tools.profiling.inputs import LabelsTable, ProfileCase, ProfileRequest
-    from tools.profiling.models import CaseRecord, ChannelStats, Predicate, ProfileIssue, Stats
-    from tools.profiling.profile import fingerprint, profile_dataset
-    from tools.profiling.readers import ImageHeader, read_array, read_header
-    from tools.profiling.report import write_report
+    from amid.tools.profiling.dataprofile import CompactProfile, DataProfile
+    from amid.tools.profiling.inputs import LabelsTable, ProfileCase, ProfileRequest
+    from amid.tools.profiling.models import CaseRecord, ChannelStats, Predicate, ProfileIssue, Stats
+    from amid.tools.profiling.profile import fingerprint, profile_dataset
+    from amid.tools.profiling.readers import ImageHeader, read_array, read_header
+    from amid.tools.profiling.report import write_report
 
 _EXPORTS = {
     "CaseRecord": "models",
@@ -60,5 +60,5 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name not in _EXPORTS:
-        raise AttributeError(f"module 'tools.profiling' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"tools.profiling.{_EXPORTS[name]}"), name)
+        raise AttributeError(f"module 'amid.tools.profiling' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"amid.tools.profiling.{_EXPORTS[name]}"), name)

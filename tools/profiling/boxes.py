@@ -8,10 +8,10 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from tools.profiling.casework import CaseResult
-from tools.profiling.inputs import ProfileCase, ProfileRequest
-from tools.profiling.models import ProfileIssue, Stats, capped, top_counts
-from tools.profiling.tables import CocoBox, CocoBoxes
+from amid.tools.profiling.casework import CaseResult
+from amid.tools.profiling.inputs import ProfileCase, ProfileRequest
+from amid.tools.profiling.models import ProfileIssue, Stats, capped, top_counts
+from amid.tools.profiling.tables import CocoBox, CocoBoxes
 
 # COCO's own size classes, in pixels of box area: small < 32^2 <= medium < 96^2 <= large.
 COCO_SMALL_AREA = 32**2

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from server.errors import DataUnreadable
-from tools.profiling import nifti_memory, readers_2d
-from tools.profiling.labelstats import LabelSummary, Moments, as_sample, seeded_sample, summarize_labels
-from tools.profiling.readers import ImageHeader, ZRange, read_array, read_header
-from tools.profiling.voxels import (
+from amid.server.errors import DataUnreadable
+from amid.tools.profiling import nifti_memory, readers_2d
+from amid.tools.profiling.labelstats import LabelSummary, Moments, as_sample, seeded_sample, summarize_labels
+from amid.tools.profiling.readers import ImageHeader, ZRange, read_array, read_header
+from amid.tools.profiling.voxels import (
     PairSummary,
     central_region,
     channels_thumbnail,
@@ -28,8 +28,8 @@ from tools.profiling.voxels import (
 )
 
 if TYPE_CHECKING:
-    from tools.profiling.inputs import ProfileCase
-    from tools.profiling.models import Severity
+    from amid.tools.profiling.inputs import ProfileCase
+    from amid.tools.profiling.models import Severity
 
 # Formats whose reader can stop after a slab of slices (TIFF stacks are decoded whole).
 SLAB_TYPES = {"nifti", "nrrd", "metaimage", "dicom", "dicom_series"}

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from tools.profiling.casework import CaseResult
-from tools.profiling.models import ProfileIssue
+from amid.tools.profiling.casework import CaseResult
+from amid.tools.profiling.models import ProfileIssue
 
 
 def case_channels(result: CaseResult) -> int:

@@ -6,11 +6,11 @@ from collections import Counter
 
 from pydantic import BaseModel, Field
 
-from tools.profiling.evaluation import Evaluation
-from tools.profiling.inventory import Inventory
-from tools.profiling.models import CaseRecord, Predicate, ProfileIssue
-from tools.profiling.representation import Representation
-from tools.profiling.supervision import Supervision
+from amid.tools.profiling.evaluation import Evaluation
+from amid.tools.profiling.inventory import Inventory
+from amid.tools.profiling.models import CaseRecord, Predicate, ProfileIssue
+from amid.tools.profiling.representation import Representation
+from amid.tools.profiling.supervision import Supervision
 
 PROFILE_VERSION = 2
 # Issues listed in the compact profile; the rest are counted by code and kept in profile.json.

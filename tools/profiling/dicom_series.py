@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from server.errors import DataUnreadable
+from amid.server.errors import DataUnreadable
 
 # Direction cosines of one volume's slices agree to float32 rounding; a localizer's planes or a
 # radial MR's spokes differ by whole tenths.

@@ -6,8 +6,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from tools.profiling.casework import CaseResult
-from tools.profiling.voxels import thumbnails_match, unit_thumbnail, unit_thumbnails_match
+from amid.tools.profiling.casework import CaseResult
+from amid.tools.profiling.voxels import thumbnails_match, unit_thumbnail, unit_thumbnails_match
 
 # Besides correlated thumbnails, two near-duplicates' central slices agree in mean to within 5 % of
 # their spread and in spread to within 5 % (a flipped or re-windowed image is not a copy).

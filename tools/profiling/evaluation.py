@@ -6,10 +6,10 @@ from collections import Counter, defaultdict
 
 from pydantic import BaseModel
 
-from tools.profiling.casework import CaseResult
-from tools.profiling.duplicates import crosses_splits
-from tools.profiling.inputs import ProfileRequest
-from tools.profiling.models import MAX_LISTED, ProfileIssue, capped, top_counts
+from amid.tools.profiling.casework import CaseResult
+from amid.tools.profiling.duplicates import crosses_splits
+from amid.tools.profiling.inputs import ProfileRequest
+from amid.tools.profiling.models import MAX_LISTED, ProfileIssue, capped, top_counts
 
 
 class Evaluation(BaseModel):

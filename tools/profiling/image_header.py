@@ -56,6 +56,6 @@ class ImageHeader:
 
 
 def orientation_code(affine: np.ndarray) -> str:
-    from tools.profiling.nifti_header import axis_codes
+    from amid.tools.profiling.nifti_header import axis_codes
 
     return axis_codes(affine)

@@ -12,8 +12,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from server.errors import invalid
-from tools.task.contract import TaskType
+from amid.server.errors import invalid
+from amid.tools.task.contract import TaskType
 
 Split = Literal["train", "test"]
 

@@ -9,10 +9,10 @@ from collections import Counter
 
 from pydantic import BaseModel
 
-from tools.profiling.casework import CaseResult
-from tools.profiling.inputs import ProfileRequest
-from tools.profiling.models import MAX_LISTED, capped, top_counts
-from tools.profiling.readers import file_kind
+from amid.tools.profiling.casework import CaseResult
+from amid.tools.profiling.inputs import ProfileRequest
+from amid.tools.profiling.models import MAX_LISTED, capped, top_counts
+from amid.tools.profiling.readers import file_kind
 
 # A per-case field with at most this many distinct values is a stratum (site, scanner, stain);
 # more distinct values look like an identifier or a measurement.

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tools.profiling.quantiles import SMALL_INTEGERS
+from amid.tools.profiling.quantiles import SMALL_INTEGERS
 
 # Component sizes kept per class and case; beyond this an evenly spaced subset of the sorted sizes
 # keeps the distribution (min, median, max) while bounding what a worker sends back.

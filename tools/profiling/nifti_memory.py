@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from tools.profiling import nifti_header
-from tools.profiling.nifti_header import NiftiHeader
+from amid.tools.profiling import nifti_header
+from amid.tools.profiling.nifti_header import NiftiHeader
 
 OPEN_FILES = 8  # per process: a case's images and label stay open between its steps
 

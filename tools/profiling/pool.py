@@ -22,7 +22,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 
-from tools.profiling.casework import CaseJob, CaseResult, analyze_case
+from amid.tools.profiling.casework import CaseJob, CaseResult, analyze_case
 
 Progress = Callable[[int, int, str], None]
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tools.profiling.evaluation import Evaluation
-from tools.profiling.inputs import ProfileRequest
-from tools.profiling.inventory import Inventory
-from tools.profiling.models import EvidenceValue, Predicate
-from tools.profiling.representation import Representation
-from tools.profiling.supervision import Supervision
+from amid.tools.profiling.evaluation import Evaluation
+from amid.tools.profiling.inputs import ProfileRequest
+from amid.tools.profiling.inventory import Inventory
+from amid.tools.profiling.models import EvidenceValue, Predicate
+from amid.tools.profiling.representation import Representation
+from amid.tools.profiling.supervision import Supervision
 
 # nnU-Net treats spacing more than 3x finer on other axes as anisotropic (its planner's factor).
 ANISOTROPY_RATIO = 3.0

@@ -13,22 +13,22 @@ from pathlib import Path
 
 import numpy as np
 
-from server.errors import DataUnreadable
-from tools.profiling.boxes import BoxSummary, summarize_boxes
-from tools.profiling.casework import CaseFiles, CaseJob, CaseResult
-from tools.profiling.channel_counts import channel_count_issues
-from tools.profiling.dataprofile import PROFILE_VERSION, DataProfile
-from tools.profiling.duplicates import crosses_splits, exact_duplicate_sets, near_duplicate_sets
-from tools.profiling.evaluation import build_evaluation
-from tools.profiling.inputs import ProfileRequest
-from tools.profiling.inventory import build_inventory
-from tools.profiling.models import CaseRecord, ProfileIssue
-from tools.profiling.pool import Progress, run_cases, workers_within_memory
-from tools.profiling.predicates import Sections, build_predicates
-from tools.profiling.readers import read_header
-from tools.profiling.representation import build_representation
-from tools.profiling.supervision import build_supervision
-from tools.profiling.tables import read_coco, read_labels
+from amid.server.errors import DataUnreadable
+from amid.tools.profiling.boxes import BoxSummary, summarize_boxes
+from amid.tools.profiling.casework import CaseFiles, CaseJob, CaseResult
+from amid.tools.profiling.channel_counts import channel_count_issues
+from amid.tools.profiling.dataprofile import PROFILE_VERSION, DataProfile
+from amid.tools.profiling.duplicates import crosses_splits, exact_duplicate_sets, near_duplicate_sets
+from amid.tools.profiling.evaluation import build_evaluation
+from amid.tools.profiling.inputs import ProfileRequest
+from amid.tools.profiling.inventory import build_inventory
+from amid.tools.profiling.models import CaseRecord, ProfileIssue
+from amid.tools.profiling.pool import Progress, run_cases, workers_within_memory
+from amid.tools.profiling.predicates import Sections, build_predicates
+from amid.tools.profiling.readers import read_header
+from amid.tools.profiling.representation import build_representation
+from amid.tools.profiling.supervision import build_supervision
+from amid.tools.profiling.tables import read_coco, read_labels
 
 TABLE_TASKS = ("classification", "regression", "graph_classification")
 LABEL_FILE_TASKS = ("segmentation", "instance_segmentation", "enhancement")

@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from server.errors import DataUnreadable
-from tools.profiling import readers_2d, readers_itk
-from tools.profiling.image_header import ImageHeader, ZRange, orientation_code
+from amid.server.errors import DataUnreadable
+from amid.tools.profiling import readers_2d, readers_itk
+from amid.tools.profiling.image_header import ImageHeader, ZRange, orientation_code
 
 __all__ = ["ImageHeader", "ZRange", "file_kind", "orientation_code", "read_array", "read_header"]
 
@@ -103,7 +103,7 @@ def _plain_dtype(dtype: Any) -> str:
 
 def _nifti_header(path: str) -> ImageHeader:
     """From the header alone, parsed here (`nifti_header`) unless the file needs nibabel."""
-    from tools.profiling import nifti_header, nifti_memory
+    from amid.tools.profiling import nifti_header, nifti_memory
 
     parsed = nifti_memory.load_header(path) if nifti_memory.active() else nifti_header.read(path)
     if parsed is None:
@@ -164,7 +164,7 @@ def _nifti_array(path: str, header: ImageHeader, z_range: ZRange | None) -> np.n
     ITK misreads float volumes (NaN comes back as 0) and truncated files (zero-filled), and refuses
     sheared affines; nibabel reads the first exactly and raises on the second.
     """
-    from tools.profiling import nifti_memory
+    from amid.tools.profiling import nifti_memory
 
     if nifti_memory.active() and header.n_channels == 1:
         parsed = nifti_memory.load_header(path)

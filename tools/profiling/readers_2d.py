@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from server.errors import DataUnreadable
-from tools.profiling.image_header import ImageHeader
-from tools.profiling.nifti_memory import file_signature
+from amid.server.errors import DataUnreadable
+from amid.tools.profiling.image_header import ImageHeader
+from amid.tools.profiling.nifti_memory import file_signature
 
 # Largest pixel count decoded at once (about 200 MB as RGB); larger TIFFs are read from the largest
 # pyramid level under it, so one whole-slide image cannot exhaust a worker's memory.

@@ -12,8 +12,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from tools.profiling.dicom_series import choose_series, series_problems, slice_geometry
-from tools.profiling.image_header import ImageHeader, ZRange, orientation_code
+from amid.tools.profiling.dicom_series import choose_series, series_problems, slice_geometry
+from amid.tools.profiling.image_header import ImageHeader, ZRange, orientation_code
 
 DICOM_TAGS = {"0008|0060": "modality", "0008|0070": "manufacturer"}
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tools.profiling.dataprofile import DataProfile
-from tools.profiling.models import CaseRecord, ChannelStats, Stats
+from amid.tools.profiling.dataprofile import DataProfile
+from amid.tools.profiling.models import CaseRecord, ChannelStats, Stats
 
 # Parquet column types of the per-case table, in CaseRecord's field order.
 CASE_COLUMNS = {

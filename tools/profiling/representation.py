@@ -14,11 +14,11 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel
 
-from tools.profiling.casework import CaseResult
-from tools.profiling.labelstats import Moments
-from tools.profiling.models import ChannelStats, Stats, top_counts
-from tools.profiling.quantiles import percentiles
-from tools.profiling.readers import ImageHeader
+from amid.tools.profiling.casework import CaseResult
+from amid.tools.profiling.labelstats import Moments
+from amid.tools.profiling.models import ChannelStats, Stats, top_counts
+from amid.tools.profiling.quantiles import percentiles
+from amid.tools.profiling.readers import ImageHeader
 
 # nnU-Net's rule for an axis that gets its own target spacing: spacing more than 3x the others'
 # and fewer than a third of their voxels along it.

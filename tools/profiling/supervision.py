@@ -7,11 +7,11 @@ from collections import Counter
 
 from pydantic import BaseModel
 
-from tools.profiling.boxes import BoxSummary
-from tools.profiling.casework import CaseResult
-from tools.profiling.inputs import ProfileRequest
-from tools.profiling.labelstats import LabelSummary
-from tools.profiling.models import Stats, top_counts
+from amid.tools.profiling.boxes import BoxSummary
+from amid.tools.profiling.casework import CaseResult
+from amid.tools.profiling.inputs import ProfileRequest
+from amid.tools.profiling.labelstats import LabelSummary
+from amid.tools.profiling.models import Stats, top_counts
 
 SOURCES = {
     "segmentation": "label maps",

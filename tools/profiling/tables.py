@@ -8,8 +8,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from server.errors import DataUnreadable
-from tools.profiling.inputs import LabelsTable
+from amid.server.errors import DataUnreadable
+from amid.tools.profiling.inputs import LabelsTable
 
 
 class CocoImage(BaseModel):

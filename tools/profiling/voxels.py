@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tools.profiling.readers import ImageHeader
+from amid.tools.profiling.readers import ImageHeader
 
 # Image and label grids must agree to a micrometre: float32 header rounding stays far below it,
 # a real shift or flip of a voxel does not.

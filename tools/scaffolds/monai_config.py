@@ -20,7 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tools.planning.facts import PlanningFacts
+from amid.tools.planning.facts import PlanningFacts
 
 SUPPORTED_TASKS = ("segmentation", "enhancement")
 PATCH_CAP = {2: 256, 3: 128}

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from server.errors import InvalidInput
-from tools.scaffolds.monai_config import MonaiConfig
-from tools.scaffolds.taskdata import TaskData
+from amid.server.errors import InvalidInput
+from amid.tools.scaffolds.monai_config import MonaiConfig
+from amid.tools.scaffolds.taskdata import TaskData
 
 Item = dict[str, Any]
 

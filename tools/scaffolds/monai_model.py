@@ -15,9 +15,9 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from server.errors import Conflict, DataUnreadable, InvalidInput
-from tools.scaffolds.monai_config import CONFIG_NAME, MonaiConfig
-from tools.scaffolds.packaging import write_package
+from amid.server.errors import Conflict, DataUnreadable, InvalidInput
+from amid.tools.scaffolds.monai_config import CONFIG_NAME, MonaiConfig
+from amid.tools.scaffolds.packaging import write_package
 
 WEIGHTS = "checkpoint.pt"
 PACKAGE_FIX = "declare the package step's folder as artifacts.checkpoint and pass --model {checkpoint} --fold {fold}"

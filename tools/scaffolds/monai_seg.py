@@ -1,12 +1,12 @@
 """MONAI lane entry point: train on a locked fold, predict in the task's format.
 
-    python -m tools.scaffolds.monai_seg train --config CONFIG.json --fold 0 --out runs/monai_fold_0
-    python -m tools.scaffolds.monai_seg predict --checkpoint runs/monai_fold_0/checkpoint.pt --split val --fold 0 \
+    python -m amid.tools.scaffolds.monai_seg train --config CONFIG.json --fold 0 --out runs/monai_fold_0
+    python -m amid.tools.scaffolds.monai_seg predict --checkpoint runs/monai_fold_0/checkpoint.pt --split val --fold 0 \
         --dest predictions/fold_0
-    python -m tools.scaffolds.monai_seg predict --checkpoint .amid-local/monai_model --fold 0 --split test \
+    python -m amid.tools.scaffolds.monai_seg predict --checkpoint .amid-local/monai_model --fold 0 --split test \
         --dest submission
-    python -m tools.scaffolds.monai_seg package --runs .amid-local/monai --dest .amid-local/monai_model
-    python -m tools.scaffolds.monai_seg replay --model {checkpoint} --fold {fold} --input-dir IN --output-dir OUT
+    python -m amid.tools.scaffolds.monai_seg package --runs .amid-local/monai --dest .amid-local/monai_model
+    python -m amid.tools.scaffolds.monai_seg replay --model {checkpoint} --fold {fold} --input-dir IN --output-dir OUT
 
 `train` writes `checkpoint.pt`, `train_log.jsonl` and `training_manifest.json` (the case ids it
 trained on, for the reviewer's SPLIT_LEAK check) to `--out`. `predict --split val` writes the
@@ -33,9 +33,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from server.errors import AmidError, Conflict, DataUnreadable, InvalidInput
-from tools.scaffolds.monai_config import MonaiConfig
-from tools.scaffolds.monai_data import (
+from amid.server.errors import AmidError, Conflict, DataUnreadable, InvalidInput
+from amid.tools.scaffolds.monai_config import MonaiConfig
+from amid.tools.scaffolds.monai_data import (
     denormalise,
     inference_transforms,
     items,
@@ -43,9 +43,9 @@ from tools.scaffolds.monai_data import (
     train_transforms,
     write_prediction,
 )
-from tools.scaffolds.monai_model import fold_weights, package
-from tools.scaffolds.pinning import PIN_FLAG, check_pin
-from tools.scaffolds.taskdata import (
+from amid.tools.scaffolds.monai_model import fold_weights, package
+from amid.tools.scaffolds.pinning import PIN_FLAG, check_pin
+from amid.tools.scaffolds.taskdata import (
     MANIFEST_NAME,
     STRAY_FIX,
     TaskData,
@@ -55,7 +55,7 @@ from tools.scaffolds.taskdata import (
     write_submission,
 )
 
-MODULE = "tools.scaffolds.monai_seg"
+MODULE = "amid.tools.scaffolds.monai_seg"
 
 
 def build_network(cfg: MonaiConfig) -> Any:
@@ -128,7 +128,11 @@ def train(task: TaskData, cfg: MonaiConfig, fold: int, out: Path, *, device: str
             log.write(json.dumps(entry) + "\n")
     torch.save({"state_dict": model.state_dict(), "config": cfg.model_dump(), "fold": fold}, out / "checkpoint.pt")
     manifest = write_manifest(
-        out / MANIFEST_NAME, fold=fold, train_cases=train_ids, val_cases=val_ids, source="tools.scaffolds.monai_seg"
+        out / MANIFEST_NAME,
+        fold=fold,
+        train_cases=train_ids,
+        val_cases=val_ids,
+        source="amid.tools.scaffolds.monai_seg",
     )
     return {"checkpoint": str(out / "checkpoint.pt"), "manifest": str(manifest), "epochs": cfg.epochs}
 

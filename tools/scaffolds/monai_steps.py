@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tools.planning.portfolio import Route, ScaffoldStep
-from tools.scaffolds import monai_seg, score
-from tools.scaffolds.nnunet_steps import PACKAGE_NOTE, REPLAY_NOTE
-from tools.scaffolds.pinning import PIN_FLAG, scaffold_digest
+from amid.tools.planning.portfolio import Route, ScaffoldStep
+from amid.tools.scaffolds import monai_seg, score
+from amid.tools.scaffolds.nnunet_steps import PACKAGE_NOTE, REPLAY_NOTE
+from amid.tools.scaffolds.pinning import PIN_FLAG, scaffold_digest
 
 LANES_FROM_WORKTREE = "../../memory/lanes"
 MONAI_RUNS = ".amid-local/monai"

@@ -1,11 +1,12 @@
 """nnU-Net lane scaffold: convert, plan and preprocess, train per fold, predict, convert back.
 
-    python -m tools.scaffolds.nnunet convert --task-dir ../../task --out .amid-local/nnunet
-    python -m tools.scaffolds.nnunet train --out … --configuration 3d_fullres --fold 0 [--epochs 1 --iterations 5]
-    python -m tools.scaffolds.nnunet to-task --out … --split val --fold 0 --predictions DIR --dest predictions/fold_0
-    python -m tools.scaffolds.nnunet package --out … --configuration 3d_fullres --dest .amid-local/nnunet_model
-    python -m tools.scaffolds.nnunet predict-test --model .amid-local/nnunet_model --dest submission [--device cpu]
-    python -m tools.scaffolds.nnunet replay --model {checkpoint} --folds {fold} --input-dir IN --output-dir OUT \
+    python -m amid.tools.scaffolds.nnunet convert --task-dir ../../task --out .amid-local/nnunet
+    python -m amid.tools.scaffolds.nnunet train --out … --configuration 3d_fullres --fold 0 [--epochs 1 --iterations 5]
+    python -m amid.tools.scaffolds.nnunet to-task --out … --split val --fold 0 --predictions DIR \
+        --dest predictions/fold_0
+    python -m amid.tools.scaffolds.nnunet package --out … --configuration 3d_fullres --dest .amid-local/nnunet_model
+    python -m amid.tools.scaffolds.nnunet predict-test --model .amid-local/nnunet_model --dest submission [--device cpu]
+    python -m amid.tools.scaffolds.nnunet replay --model {checkpoint} --folds {fold} --input-dir IN --output-dir OUT \
         [--scaffold-sha256 DIGEST]
 
 `package` writes the folder to declare as `artifacts.checkpoint` (tools/scaffolds/nnunet_model.py);
@@ -29,13 +30,20 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from server.errors import AmidError, Conflict
-from tools.scaffolds.nnunet_back import predictions_to_task
-from tools.scaffolds.nnunet_dataset import NnunetLayout, convert_task, dataset_name, write_splits
-from tools.scaffolds.nnunet_model import package, predict_test, replay
-from tools.scaffolds.nnunet_paths import DEFAULT_DATASET_ID, DEFAULT_MODEL, DEFAULT_ROOT, DEFAULT_TASK_DIR, LOGS, MODULE
-from tools.scaffolds.pinning import PIN_FLAG, check_pin
-from tools.scaffolds.taskdata import TaskData
+from amid.server.errors import AmidError, Conflict
+from amid.tools.scaffolds.nnunet_back import predictions_to_task
+from amid.tools.scaffolds.nnunet_dataset import NnunetLayout, convert_task, dataset_name, write_splits
+from amid.tools.scaffolds.nnunet_model import package, predict_test, replay
+from amid.tools.scaffolds.nnunet_paths import (
+    DEFAULT_DATASET_ID,
+    DEFAULT_MODEL,
+    DEFAULT_ROOT,
+    DEFAULT_TASK_DIR,
+    LOGS,
+    MODULE,
+)
+from amid.tools.scaffolds.pinning import PIN_FLAG, check_pin
+from amid.tools.scaffolds.taskdata import TaskData
 
 __all__ = ["main", "train"]
 
@@ -179,7 +187,7 @@ def _run(args: argparse.Namespace, task: TaskData) -> dict[str, object]:
         return package(layout, args.configuration, args.dest, args.folds)
     if args.action == "predict-test":
         return predict_test(task, args.model, args.dest, device=args.device)
-    from tools.scaffolds.nnunet_steps import commands  # planning code: only this action needs it
+    from amid.tools.scaffolds.nnunet_steps import commands  # planning code: only this action needs it
 
     steps = commands(
         sys.executable, task.contract.id, args.configuration, task.folds.k, gpus_here=args.gpus, root=args.out

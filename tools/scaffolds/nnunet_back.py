@@ -14,9 +14,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from server.errors import Conflict, DataUnreadable, InvalidInput
-from tools.scaffolds.nnunet_dataset import AFFINE_TOLERANCE, NnunetLayout, read_conversion
-from tools.scaffolds.taskdata import TaskData, manifest_beside, write_manifest, write_submission
+from amid.server.errors import Conflict, DataUnreadable, InvalidInput
+from amid.tools.scaffolds.nnunet_dataset import AFFINE_TOLERANCE, NnunetLayout, read_conversion
+from amid.tools.scaffolds.taskdata import TaskData, manifest_beside, write_manifest, write_submission
 
 
 def predictions_to_task(

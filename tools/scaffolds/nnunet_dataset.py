@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
-from server.errors import DataUnreadable, InvalidInput
-from tools.scaffolds.taskdata import TaskData
+from amid.server.errors import DataUnreadable, InvalidInput
+from amid.tools.scaffolds.taskdata import TaskData
 
 SUPPORTED_ENDINGS = (".nii.gz", ".nii", ".nrrd", ".mha", ".png")
 CONVERSION_FILE = "amid_conversion.json"

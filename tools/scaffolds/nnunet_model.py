@@ -17,11 +17,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from server.errors import DataUnreadable
-from tools.scaffolds.nnunet_back import write_in_task_format
-from tools.scaffolds.nnunet_dataset import CONVERSION_FILE, NnunetLayout, read_conversion
-from tools.scaffolds.packaging import write_package
-from tools.scaffolds.taskdata import TaskData, write_submission
+from amid.server.errors import DataUnreadable
+from amid.tools.scaffolds.nnunet_back import write_in_task_format
+from amid.tools.scaffolds.nnunet_dataset import CONVERSION_FILE, NnunetLayout, read_conversion
+from amid.tools.scaffolds.packaging import write_package
+from amid.tools.scaffolds.taskdata import TaskData, write_submission
 
 MODEL_FILES = ("dataset.json", "plans.json", "dataset_fingerprint.json")
 WEIGHTS = "checkpoint_final.pth"

@@ -8,4 +8,4 @@ DEFAULT_TASK_DIR = "../../task"  # the workspace's public task folder, seen from
 DEFAULT_DATASET_ID = 501
 DEFAULT_MODEL = ".amid-local/nnunet_model"  # the packaged model: declare it as artifacts.checkpoint
 LOGS = ".amid-local/logs"  # to-task copies each fold's nnU-Net training log here: declare it as artifacts.logs
-MODULE = "tools.scaffolds.nnunet"
+MODULE = "amid.tools.scaffolds.nnunet"

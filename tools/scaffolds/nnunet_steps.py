@@ -12,13 +12,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tools.planning.portfolio import Route, ScaffoldStep
-from tools.scaffolds.nnunet_dataset import NnunetLayout, dataset_name
-from tools.scaffolds.nnunet_paths import DEFAULT_DATASET_ID, DEFAULT_MODEL, DEFAULT_ROOT, DEFAULT_TASK_DIR, LOGS, MODULE
-from tools.scaffolds.pinning import PIN_FLAG, scaffold_digest
+from amid.tools.planning.portfolio import Route, ScaffoldStep
+from amid.tools.scaffolds.nnunet_dataset import NnunetLayout, dataset_name
+from amid.tools.scaffolds.nnunet_paths import (
+    DEFAULT_DATASET_ID,
+    DEFAULT_MODEL,
+    DEFAULT_ROOT,
+    DEFAULT_TASK_DIR,
+    LOGS,
+    MODULE,
+)
+from amid.tools.scaffolds.pinning import PIN_FLAG, scaffold_digest
 
 __all__ = ["DEFAULT_DATASET_ID", "DEFAULT_MODEL", "DEFAULT_ROOT", "DEFAULT_TASK_DIR", "LOGS", "MODULE", "commands"]
-SCORE_MODULE = "tools.scaffolds.score"
+SCORE_MODULE = "amid.tools.scaffolds.score"
 PREDICTIONS = "predictions"
 MANIFEST_NOTE = (
     f"task labels and reference geometry; the fold is recorded in {PREDICTIONS}/training_manifest.json and its "

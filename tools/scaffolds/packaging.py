@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from server.errors import Conflict
+from amid.server.errors import Conflict
 
 
 def write_package(dest: Path, sources: dict[str, Path], marker: str) -> int:

@@ -1,7 +1,7 @@
 """Attempts pin the scaffold code their replay runs: the lane's replay step carries the sha256 of the
 scaffold's source files, and the scaffold refuses to replay when the installed copy differs.
 
-The replay runs `python -m tools.scaffolds.<scaffold>` from AMID's installed package, not from the
+The replay runs `python -m amid.tools.scaffolds.<scaffold>` from AMID's installed package, not from the
 attempt's commit, so an AMID upgrade could change what an old attempt's replay computes. The digest in
 the inference command (frozen with the attempt) turns that silent change into a named refusal
 (SCAFFOLD_CHANGED), which the reviewer reports as a failed replay with this message.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from hashlib import sha256
 from pathlib import Path
 
-from server.errors import Conflict
+from amid.server.errors import Conflict
 
 PIN_FLAG = "--scaffold-sha256"
 PIN_CODE = "SCAFFOLD_CHANGED"

@@ -1,10 +1,10 @@
 """Score one fold's predictions with the reviewer's own metric code: the `declared_scores` to submit.
 
-    python -m tools.scaffolds.score --predictions predictions/fold_0 --fold 0 --out .amid-local/scores/fold_0.json
-    python -m tools.scaffolds.score --predictions predictions     # every predictions/fold_N folder
+    python -m amid.tools.scaffolds.score --predictions predictions/fold_0 --fold 0 --out .amid-local/scores/fold_0.json
+    python -m amid.tools.scaffolds.score --predictions predictions     # every predictions/fold_N folder
 
 Run from the worktree (the task folder is `../../task`). It reads and scores the files the way the
-reviewer does (`server.reviewer.images`, `server.reviewer.scoring`: per foreground label and case,
+reviewer does (`amid.tools.metrics.images`, `amid.tools.metrics.scoring`: per foreground label and case,
 the contract's empty-case conventions, mm spacing from the reference header) and prints
 `{"declared_scores": {"0": {metric: value}}, ...}`. It refuses a folder the reviewer would refuse:
 a missing case (PRED_INCOMPLETE), a file that is not a case of the fold (PRED_SCHEMA or
@@ -23,12 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from server.errors import AmidError, DataUnreadable, InvalidInput
-from server.reviewer.images import read_reference, read_volume
-from server.reviewer.scoring import PlannedMetric, case_values, foreground_labels, plan_metrics, summarize_all
-from tools.scaffolds.taskdata import STRAY_FIX, TaskData, stray_files
+from amid.server.errors import AmidError, DataUnreadable, InvalidInput
+from amid.tools.metrics.images import read_reference, read_volume
+from amid.tools.metrics.scoring import PlannedMetric, case_values, foreground_labels, plan_metrics, summarize_all
+from amid.tools.scaffolds.taskdata import STRAY_FIX, TaskData, stray_files
 
-MODULE = "tools.scaffolds.score"
+MODULE = "amid.tools.scaffolds.score"
 IMAGE_TASKS = ("segmentation", "enhancement")
 Values = dict[str, list[float]]
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from server.errors import Conflict, InvalidInput, NotFound
-from tools.task.cases import Case, discover_cases
-from tools.task.contract import TaskContract, load_contract
-from tools.task.folds import LockedFolds
+from amid.server.errors import Conflict, InvalidInput, NotFound
+from amid.tools.task.cases import Case, discover_cases
+from amid.tools.task.contract import TaskContract, load_contract
+from amid.tools.task.folds import LockedFolds
 
 MANIFEST_NAME = "training_manifest.json"
 MANIFEST_FIX = "delete it or name another --manifest path"

@@ -1,7 +1,7 @@
 """A scaffold's code copied beside an attempt's code, so a package's `code/` re-runs the inference command
 without AMID installed.
 
-An inference command such as `{python} -m tools.scaffolds.nnunet replay … --scaffold-sha256 D` runs AMID's
+An inference command such as `{python} -m amid.tools.scaffolds.nnunet replay … --scaffold-sha256 D` runs AMID's
 scaffold, which the commit does not hold. `vendor` copies the scaffold module and every AMID module it
 imports at module level (package `__init__` files included) into the code folder, after checking the
 installed copy is the one the attempt pinned (SCAFFOLD_CHANGED otherwise). `python -m` puts the working
@@ -17,15 +17,16 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from tools.scaffolds.pinning import PIN_FLAG, SCAFFOLD_FILES, check_pin
+from amid import PACKAGE_ROOT
+from amid.tools.scaffolds.pinning import PIN_FLAG, SCAFFOLD_FILES, check_pin
 
-AMID_ROOT = Path(__file__).resolve().parents[2]
-AMID_PACKAGES = ("tools", "server", "registry")
-SCAFFOLD_PACKAGE = "tools.scaffolds."
+AMID_ROOT = PACKAGE_ROOT
+AMID_PACKAGES = ("amid",)
+SCAFFOLD_PACKAGE = "amid.tools.scaffolds."
 
 
 def scaffold_in(argv: Sequence[str]) -> tuple[str, str | None] | None:
-    """The scaffold an inference command runs (`-m tools.scaffolds.<name>`) and the digest it pins, if any."""
+    """The scaffold an inference command runs (`-m amid.tools.scaffolds.<name>`) and the digest it pins, if any."""
     for flag, module in itertools.pairwise(argv):
         name = module.removeprefix(SCAFFOLD_PACKAGE)
         if flag == "-m" and module.startswith(SCAFFOLD_PACKAGE) and name in SCAFFOLD_FILES:
@@ -77,7 +78,7 @@ def vendor(argv: Sequence[str], into: Path, root: Path = AMID_ROOT) -> list[str]
     if found is None:
         return []
     scaffold, pinned = found
-    check_pin(scaffold, pinned, root / "tools" / "scaffolds")
+    check_pin(scaffold, pinned, root / "amid" / "tools" / "scaffolds")
     written = []
     for source in source_closure(SCAFFOLD_PACKAGE + scaffold, root):
         rel = source.relative_to(root)

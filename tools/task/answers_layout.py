@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from server.errors import InvalidInput
-from tools.task.cases import template_ids
-from tools.task.image_folders import IMAGE_ENDINGS, split_images
+from amid.server.errors import InvalidInput
+from amid.tools.task.cases import template_ids
+from amid.tools.task.image_folders import IMAGE_ENDINGS, split_images
 
 FILE_ENDINGS = (*IMAGE_ENDINGS, ".json", ".geojson", ".yaml", ".yml", ".txt", ".csv", ".npy", ".npz")
 

@@ -9,8 +9,8 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict
 
-from server.errors import DataUnreadable, InvalidInput
-from tools.task.contract import CaseFiles, DataLayout
+from amid.server.errors import DataUnreadable, InvalidInput
+from amid.tools.task.contract import CaseFiles, DataLayout
 
 
 class Case(BaseModel):

@@ -10,8 +10,8 @@ from typing import Any
 
 import yaml
 
-from server.errors import InvalidInput
-from tools.task.contract import TaskContract
+from amid.server.errors import InvalidInput
+from amid.tools.task.contract import TaskContract
 
 
 @dataclass

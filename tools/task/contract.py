@@ -16,8 +16,8 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from server.errors import InvalidInput
-from tools.task.modality import Modality
+from amid.server.errors import InvalidInput
+from amid.tools.task.modality import Modality
 
 TaskType = Literal[
     "segmentation",

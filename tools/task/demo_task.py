@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from server.errors import InvalidInput
+from amid.server.errors import InvalidInput
 
 SHAPE = (64, 64, 20)
 SPACING = (0.8, 0.8, 4.0)

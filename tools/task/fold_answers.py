@@ -5,7 +5,7 @@ recorded, per column, how to fill it for a training case (`GraderRef.fold_answer
 answers for a validation fold lets the task's own grader score predictions on that fold. Plain
 Python: the reviewer uses it, and so can an agent that wants its fold score on the grader's scale:
 
-    python -m tools.task.fold_answers TASK_DIR CASE_ID... --into DIR   (prints the table's path)
+    python -m amid.tools.task.fold_answers TASK_DIR CASE_ID... --into DIR   (prints the table's path)
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import json
 import os
 from pathlib import Path, PurePosixPath
 
-from server.errors import DataUnreadable, InvalidInput
-from tools.task.cases import Case, case_file, discover_cases, fill
-from tools.task.contract import AnswerColumn, TaskContract, load_contract
+from amid.server.errors import DataUnreadable, InvalidInput
+from amid.tools.task.cases import Case, case_file, discover_cases, fill
+from amid.tools.task.contract import AnswerColumn, TaskContract, load_contract
 
 ANSWERS_NAME = ".amid_fold_answers.csv"
 
@@ -85,7 +85,7 @@ def _answer_file(task_dir: Path, column: AnswerColumn, case: Case, into: Path) -
     elif column.kind == "coco_image":
         _coco_slice(source, case_id, target)
     else:
-        from tools.task.label_adapters import convert
+        from amid.tools.task.label_adapters import convert
 
         image = str(task_dir / case.image_paths[0])
         convert(column.adapter or "", source, target, {**column.adapter_options, "image": image})
@@ -110,7 +110,9 @@ def _coco_slice(source: Path, case_id: str, target: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.task.fold_answers", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m amid.tools.task.fold_answers", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("task_dir", type=Path, help="the workspace's task/ folder")
     parser.add_argument("case_ids", nargs="+", help="training case ids (e.g. a fold's validation cases)")
     parser.add_argument("--into", type=Path, required=True, help="folder to write the answers into")

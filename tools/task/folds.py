@@ -12,7 +12,7 @@ from collections import defaultdict
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from server.errors import InvalidInput
+from amid.server.errors import InvalidInput
 
 
 class Fold(BaseModel):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
-from server.errors import InvalidInput
+from amid.server.errors import InvalidInput
 
 IMAGE_ENDINGS = (".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".png", ".jpg", ".jpeg", ".tiff", ".tif", ".bmp", ".dcm",
                  ".dicom")  # fmt: skip

@@ -12,8 +12,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from server.errors import InvalidInput
-from tools.task.challenge_files import (
+from amid.server.errors import InvalidInput
+from amid.tools.task.challenge_files import (
     ImportedTask,
     _description,
     _directions,
@@ -21,8 +21,8 @@ from tools.task.challenge_files import (
     _read_yaml,
     _require,
 )
-from tools.task.contract import TaskContract, parse_contract
-from tools.task.rexmle import import_challenge
+from amid.tools.task.contract import TaskContract, parse_contract
+from amid.tools.task.rexmle import import_challenge
 
 DEFAULT_CONVENTIONS: dict[str, dict[str, Any]] = {
     "dice": {"empty_both": 1.0},

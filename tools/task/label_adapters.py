@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from server.errors import DataUnreadable, InvalidInput
+from amid.server.errors import DataUnreadable, InvalidInput
 
 if TYPE_CHECKING:
     from PIL.Image import Image as PILImage

@@ -15,11 +15,11 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from server.errors import InvalidInput
-from tools.task.answers_layout import InferredLayout, ending_of, infer, read_rows
-from tools.task.cases import template_folder
-from tools.task.challenge_files import ImportedTask, _description, _directions, _read_yaml, _require
-from tools.task.contract import TaskContract, parse_contract
+from amid.server.errors import InvalidInput
+from amid.tools.task.answers_layout import InferredLayout, ending_of, infer, read_rows
+from amid.tools.task.cases import template_folder
+from amid.tools.task.challenge_files import ImportedTask, _description, _directions, _read_yaml, _require
+from amid.tools.task.contract import TaskContract, parse_contract
 
 GENERIC_COMPETITION_TYPES = ("simple", "code")
 TASK_TYPES = {
@@ -204,7 +204,7 @@ def _layout_entry(layout: InferredLayout, sample_rel: str) -> dict[str, Any]:
 
 def benchmark_label_adapters(task_id: str) -> dict[str, dict[str, Any]]:
     """Answers column → label adapter, for challenges whose preparation converts its test labels."""
-    from registry.loader import label_adapters
+    from amid.registry.loader import label_adapters
 
     entries = label_adapters().get(task_id, {})
     return {column: entry.model_dump() for column, entry in entries.items()}

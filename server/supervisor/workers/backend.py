@@ -1,6 +1,6 @@
 """A worker backend's data made concrete: argv, config files, session ids and exit classes.
 
-Pure functions over `registry.schemas.WorkerBackend`; nothing here starts a process.
+Pure functions over `amid.registry.schemas.WorkerBackend`; nothing here starts a process.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from registry.schemas import WorkerBackend
-from server.errors import NotFound
+from amid.registry.schemas import WorkerBackend
+from amid.server.errors import NotFound
 
 ExitClass = Literal["clean", "no_result", "session_error", "usage_limit"]
 PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")

@@ -21,9 +21,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from registry.schemas import WorkerBackend
-from server.errors import InvalidInput
-from server.worker_network import Target, parse_target, target_of_url
+from amid.registry.schemas import WorkerBackend
+from amid.server.errors import InvalidInput
+from amid.server.worker_network import Target, parse_target, target_of_url
 
 PROVIDER = "amid_endpoint"
 KEY_ENV = "AMID_MODEL_API_KEY"  # the variable Codex's provider reads its key from (env_key)

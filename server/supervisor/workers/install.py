@@ -16,7 +16,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from server.sandbox import SYSTEM_LINKS
+from amid.server.sandbox import SYSTEM_LINKS
 
 MAX_LINKS = 32  # a loop of links is refused by the OS at 40
 # Shown read-only to every worker (the system and its merged-/usr links): their links exist there already.

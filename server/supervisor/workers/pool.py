@@ -26,25 +26,25 @@ from typing import Any
 
 import anyio.from_thread
 
-from registry.loader import worker_backend
-from registry.schemas import WorkerBackend
-from server import sandbox, worker_network
-from server.connect import issue_token, prepare_worktree
-from server.local_client import call as admin_call
-from server.mcp_client import call, connect
-from server.protocol import INSTRUCTIONS
-from server.supervisor.workers.backend import (
+from amid.registry.loader import worker_backend
+from amid.registry.schemas import WorkerBackend
+from amid.server import sandbox, worker_network
+from amid.server.connect import issue_token, prepare_worktree
+from amid.server.local_client import call as admin_call
+from amid.server.mcp_client import call, connect
+from amid.server.protocol import INSTRUCTIONS
+from amid.server.supervisor.workers.backend import (
     argv,
     classify_exit,
     find_binary,
     reason_lines,
     write_config_files,
 )
-from server.supervisor.workers.endpoint import endpoint_for, model_targets
-from server.supervisor.workers.install import cli_install
-from server.supervisor.workers.process import WorkerProcess
-from server.supervisor.workers.settings import WorkerSettings
-from server.workspace import Workspace
+from amid.server.supervisor.workers.endpoint import endpoint_for, model_targets
+from amid.server.supervisor.workers.install import cli_install
+from amid.server.supervisor.workers.process import WorkerProcess
+from amid.server.supervisor.workers.settings import WorkerSettings
+from amid.server.workspace import Workspace
 
 Event = dict[str, Any]
 UNCONFINED_NET = "host (sandbox none: every address this user can reach)"

@@ -23,8 +23,8 @@ from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
-from registry.schemas import WorkerBackend
-from server.supervisor.workers.backend import is_result, session_id_in
+from amid.registry.schemas import WorkerBackend
+from amid.server.supervisor.workers.backend import is_result, session_id_in
 
 TAIL_LINES = 40
 PR_SET_PDEATHSIG = 1

@@ -1,6 +1,6 @@
 """The built-in scripted worker: a deterministic headless "agent CLI" with sessions, no model service.
 
-    python -m server.supervisor.workers.scripted --url URL --prompt TEXT [--resume SESSION_ID]
+    python -m amid.server.supervisor.workers.scripted --url URL --prompt TEXT [--resume SESSION_ID]
 
 It prints Claude-style stream-json: `system/init` with its session id, one line per finished step,
 and a closing `result`. Each session keeps its prompts and its plan under $HOME/.amid-scripted/, so
@@ -8,7 +8,7 @@ a resume sees the whole conversation and continues where it stopped; an unknown 
 a real CLI's would. It reaches the server through the real MCP client with the token in $AMID_TOKEN.
 
 What it plays ($AMID_SCRIPTED_PLAY):
-- `lane` (default): the scripted agent of `server.demo_worker` — claims a lane, trains and predicts
+- `lane` (default): the scripted agent of `amid.server.demo_worker` — claims a lane, trains and predicts
   through `run_gpu_job`, submits, requests review, answers heartbeats (focus note after a plateau,
   another attempt as optimizer) and follows the run until it is done. Workers named in
   $AMID_SCRIPTED_CHEAT (comma-separated agent ids) copy the validation labels as their predictions.
@@ -27,7 +27,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from server.mcp_client import call, connect
+from amid.server.mcp_client import call, connect
 
 FOLLOW_S = 3600.0  # a lane session follows the run this long at most before ending its turn
 
@@ -64,7 +64,7 @@ async def _echo(url: str, token: str) -> dict[str, object]:
 
 
 async def _lane(url: str, token: str, session: Session, prompt: str | None) -> str:
-    from server.demo_worker import WorkerPlan, default_plan, run_worker
+    from amid.server.demo_worker import WorkerPlan, default_plan, run_worker
 
     async with connect(url, token) as client:
         if session.data["plan"] is None:

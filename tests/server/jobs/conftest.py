@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from server.errors import Conflict
-from server.jobs.gpu import GpuInventory, StaticInventory
-from server.jobs.local import LocalBackend
-from server.jobs.scheduler import JobScheduler
+from amid.server.errors import Conflict
+from amid.server.jobs.gpu import GpuInventory, StaticInventory
+from amid.server.jobs.local import LocalBackend
+from amid.server.jobs.scheduler import JobScheduler
 from tests.server.jobs.helpers import PY, SchedulerFactory
 
 

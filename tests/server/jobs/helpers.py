@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from server.jobs.gpu import GpuInfo
-from server.jobs.scheduler import JobScheduler
-from server.jobs.spec import JobSpec, JobState
+from amid.server.jobs.gpu import GpuInfo
+from amid.server.jobs.scheduler import JobScheduler
+from amid.server.jobs.spec import JobSpec, JobState
 
 PY = sys.executable
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from server.jobs.gpu import StaticInventory
-from server.jobs.placement import AgentLoad, Waiting, place, plan_dispatch
+from amid.server.jobs.gpu import StaticInventory
+from amid.server.jobs.placement import AgentLoad, Waiting, place, plan_dispatch
 from tests.server.jobs.helpers import SchedulerFactory, eventually, gpu, python_job, state_when, wait_status
 
 # Free memory 20, 8, 20, 2 GB; the two emptiest differ in load.

@@ -17,17 +17,17 @@ from pathlib import Path
 
 import pytest
 
-from server import runtime, sandbox
-from server.connect import ensure_worktree
-from server.context import Services
-from server.jobs.backend import JobHandle
-from server.jobs.boxing import JobBoxing, boxed
-from server.jobs.ray_backend import entrypoint
-from server.jobs.slurm import _batch_script
-from server.jobs.spec import JobSpec
-from server.ledger import Ledger
-from server.settings import Settings
-from server.workspace import Workspace
+from amid.server import runtime, sandbox
+from amid.server.connect import ensure_worktree
+from amid.server.context import Services
+from amid.server.jobs.backend import JobHandle
+from amid.server.jobs.boxing import JobBoxing, boxed
+from amid.server.jobs.ray_backend import entrypoint
+from amid.server.jobs.slurm import _batch_script
+from amid.server.jobs.spec import JobSpec
+from amid.server.ledger import Ledger
+from amid.server.settings import Settings
+from amid.server.workspace import Workspace
 from tests.clients import error, local_client, ok
 
 pytestmark = pytest.mark.skipif(sandbox.bwrap_problem() is not None, reason="bubblewrap cannot run here")

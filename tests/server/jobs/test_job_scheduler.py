@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from server.errors import Conflict, NotFound
-from server.jobs.spec import JobSpec, JobState
+from amid.server.errors import Conflict, NotFound
+from amid.server.jobs.spec import JobSpec, JobState
 from tests.server.jobs.helpers import SchedulerFactory, eventually, process_running, text_when_written, wait_status
 
 
@@ -181,7 +181,7 @@ def test_ended_jobs_beyond_the_kept_ones_leave_memory_and_are_read_back_from_the
     make_scheduler: SchedulerFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Every ended job's state held for the whole run was the scheduler's memory growing with each job.
-    from server.jobs import scheduler as module
+    from amid.server.jobs import scheduler as module
 
     monkeypatch.setattr(module, "KEEP_ENDED", 2)
     scheduler = make_scheduler(max_concurrent=2)

@@ -10,9 +10,18 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from server.jobs.gpu import GpuInfo
-from server.jobs.placement import SLOT_WAIT, AgentLoad, Placement, Waiting, _decide, _fairness_key, _Pool, plan_dispatch
-from server.jobs.spec import JobSpec, JobState
+from amid.server.jobs.gpu import GpuInfo
+from amid.server.jobs.placement import (
+    SLOT_WAIT,
+    AgentLoad,
+    Placement,
+    Waiting,
+    _decide,
+    _fairness_key,
+    _Pool,
+    plan_dispatch,
+)
+from amid.server.jobs.spec import JobSpec, JobState
 from tests.server.jobs.helpers import SchedulerFactory, eventually, gpu, wait_status
 
 

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from server.errors import InvalidInput
-from server.jobs.spec import JobSpec, JobState, ledger_row
+from amid.server.errors import InvalidInput
+from amid.server.jobs.spec import JobSpec, JobState, ledger_row
 
 
 def test_a_valid_spec_gets_defaults(tmp_path: Path) -> None:

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from server.errors import Conflict, InvalidInput, NotFound
-from server.jobs.gpu import GpuInfo, GpuProcess, NvmlInventory, StaticInventory
-from server.jobs.procs import group_members
-from server.jobs.spec import JobSpec
-from server.jobs.wrapper import PeakSampler
+from amid.server.errors import Conflict, InvalidInput, NotFound
+from amid.server.jobs.gpu import GpuInfo, GpuProcess, NvmlInventory, StaticInventory
+from amid.server.jobs.procs import group_members
+from amid.server.jobs.spec import JobSpec
+from amid.server.jobs.wrapper import PeakSampler
 from tests.server.jobs.helpers import (
     SchedulerFactory,
     eventually,

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from server.errors import JobFailed
-from server.jobs.ray_cluster import LocalRayCluster
-from server.jobs.scheduler import JobScheduler
-from server.jobs.spec import JobSpec
+from amid.server.errors import JobFailed
+from amid.server.jobs.ray_cluster import LocalRayCluster
+from amid.server.jobs.scheduler import JobScheduler
+from amid.server.jobs.spec import JobSpec
 from tests.server.jobs.helpers import eventually, python_job, wait_status
 
 pytest.importorskip("ray.job_submission", reason="ray[default] is not installed")
@@ -41,7 +41,7 @@ def ray_scheduler(ray_cluster: LocalRayCluster, tmp_path: Path) -> Iterator[JobS
 
 
 def make(cluster: LocalRayCluster, tmp_path: Path) -> JobScheduler:
-    from server.jobs.ray_backend import RayBackend
+    from amid.server.jobs.ray_backend import RayBackend
 
     backend = RayBackend(cluster.address, auth_token=cluster.token)
     return JobScheduler(tmp_path / "jobs", backend, None, max_concurrent=4, poll_interval_s=0.2)
@@ -100,7 +100,7 @@ def test_a_restart_reattaches_to_a_running_ray_job(ray_cluster: LocalRayCluster,
 
 
 def test_a_wrong_token_is_refused_with_a_clear_error(ray_cluster: LocalRayCluster) -> None:
-    from server.jobs.ray_backend import RayBackend
+    from amid.server.jobs.ray_backend import RayBackend
 
     with pytest.raises(JobFailed, match="cannot reach the Ray cluster"):
         RayBackend(ray_cluster.address, auth_token="wrong")

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from server.jobs.backend import JobHandle
-from server.jobs.scheduler import JobScheduler
-from server.jobs.slurm import EXIT_RECORD, SlurmBackend
-from server.jobs.spec import JobSpec
+from amid.server.jobs.backend import JobHandle
+from amid.server.jobs.scheduler import JobScheduler
+from amid.server.jobs.slurm import EXIT_RECORD, SlurmBackend
+from amid.server.jobs.spec import JobSpec
 from tests.server.jobs.helpers import eventually, python_job, wait_status
 
 pytestmark = [pytest.mark.external, pytest.mark.slow]

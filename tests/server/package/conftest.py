@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from server.cli import main
-from server.workspace import Workspace
+from amid.server.cli import main
+from amid.server.workspace import Workspace
 from tests.conftest import DemoRun
 
 

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from server.demo import start_server, stop_server
-from server.errors import Conflict, NotFound
-from server.ledger import Ledger
-from server.package.builder import build, read_manifest
-from server.package.evidence import best_eligible
-from server.package.finalize import finalize
-from server.ranking import bound
-from server.workspace import Workspace
+from amid.server.demo import start_server, stop_server
+from amid.server.errors import Conflict, NotFound
+from amid.server.ledger import Ledger
+from amid.server.package.builder import build, read_manifest
+from amid.server.package.evidence import best_eligible
+from amid.server.package.finalize import finalize
+from amid.server.ranking import bound
+from amid.server.workspace import Workspace
 from tests.server.package.conftest import amid
 
 
@@ -170,7 +170,7 @@ def test_the_best_eligible_attempt_follows_the_metric_direction(run_copy: Worksp
 def test_finalize_and_verify_go_through_the_running_server(run_copy: Workspace) -> None:
     process, _ = start_server(run_copy.root)
     try:
-        base = [sys.executable, "-m", "server.cli"]
+        base = [sys.executable, "-m", "amid"]
         kept = subprocess.run([*base, "finalize", "-w", str(run_copy.root)], capture_output=True, text=True,
                               timeout=120)  # fmt: skip
         checked = subprocess.run([*base, "verify-package", str(run_copy.sub("package")), "-w", str(run_copy.root)],

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from server.ledger import Ledger
-from server.package import read_package_summary
-from server.package.environment import KEY_PACKAGES
-from server.workspace import Workspace
+from amid.server.ledger import Ledger
+from amid.server.package import read_package_summary
+from amid.server.package.environment import KEY_PACKAGES
+from amid.server.workspace import Workspace
 from tests.conftest import DemoRun
 from tests.server.package.conftest import amid
 

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from server.errors import Conflict
-from server.package.layout import ATTESTATION, MANIFEST, MANIFEST_HASH, PACKAGE_KEY, UNLISTED, entry, tree_files
-from server.package.signing import KEY_FILE, PUBLIC_FILE, fingerprint, public_pem, run_key, sign_package, statement
+from amid.server.errors import Conflict
+from amid.server.package.layout import ATTESTATION, MANIFEST, MANIFEST_HASH, PACKAGE_KEY, UNLISTED, entry, tree_files
+from amid.server.package.signing import KEY_FILE, PUBLIC_FILE, fingerprint, public_pem, run_key, sign_package, statement
 from tests.server.package.conftest import amid
 
 ATTEMPT, COMMIT, REVIEW = "att-00003", "a" * 40, "rev-00002"
@@ -185,7 +185,7 @@ def test_a_public_key_that_is_neither_a_file_nor_a_fingerprint_is_a_usage_error(
 
 
 def test_a_kept_package_is_signed_by_the_run_key_only_when_its_attestation_verifies(tmp_path: Path) -> None:
-    from server.package.builder import _signed_by
+    from amid.server.package.builder import _signed_by
 
     package = write_package(tmp_path)
     key = run_key(tmp_path / ".amid")

@@ -8,12 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from server.package.builder import vendored_record
-from server.package.workspace_checks import code_check
-from server.repo import detached_worktree, store_commit
-from server.workspace import Workspace
-from tools.scaffolds.nnunet_steps import commands
-from tools.scaffolds.vendoring import vendor
+from amid.server.package.builder import vendored_record
+from amid.server.package.workspace_checks import code_check
+from amid.server.repo import detached_worktree, store_commit
+from amid.server.workspace import Workspace
+from amid.tools.scaffolds.nnunet_steps import commands
+from amid.tools.scaffolds.vendoring import vendor
 
 REPLAY = commands(sys.executable, "demo-liver-lesion-ct", "3d_fullres", 1, gpus_here=0)[-1].argv
 

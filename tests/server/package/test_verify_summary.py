@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from server.package.checks import PackageCheck, failed, passed
-from server.package.verify import VerifyReport
-from server.workspace import Workspace
+from amid.server.package.checks import PackageCheck, failed, passed
+from amid.server.package.verify import VerifyReport
+from amid.server.workspace import Workspace
 from tests.server.package.conftest import amid
 from tests.server.package.test_package import first, flip_byte
 

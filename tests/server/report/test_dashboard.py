@@ -14,9 +14,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from server.demo import start_server, stop_server
-from server.local_client import call as admin_call
-from server.workspace import Workspace
+from amid.server.demo import start_server, stop_server
+from amid.server.local_client import call as admin_call
+from amid.server.workspace import Workspace
 from tests.server.report.checks import check_numbers_match, check_plots_drawn
 from tests.server.report.chromium import dump_dom
 from tests.server.report.conftest import LedgerNumbers, numbers_from_file
@@ -77,7 +77,7 @@ def test_dashboard_serves_the_report_live_to_a_human(served: Served, tmp_path: P
 
 def test_amid_report_goes_through_the_running_server(served: Served, tmp_path: Path) -> None:
     out = tmp_path / "report.html"
-    result = subprocess.run([sys.executable, "-m", "server.cli", "report", "-w", str(served.workspace), "--out",
+    result = subprocess.run([sys.executable, "-m", "amid", "report", "-w", str(served.workspace), "--out",
                              str(out)], capture_output=True, text=True, timeout=120)  # fmt: skip
     assert result.returncode == 0, result.stderr  # the server holds the ledger: only its admin route can read it
     page = parse(out.read_text(encoding="utf-8"))

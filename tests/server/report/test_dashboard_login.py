@@ -16,9 +16,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from server.demo import start_server, stop_server
-from server.local_client import call as admin_call
-from server.workspace import Workspace
+from amid.server.demo import start_server, stop_server
+from amid.server.local_client import call as admin_call
+from amid.server.workspace import Workspace
 from tests.server.report.chromium import dump_dom
 from tests.server.report.conftest import PLOT_IDS
 from tests.server.report.dom import Node, parse
@@ -43,7 +43,7 @@ def served(demo_copy: Path) -> Iterator[Served]:
 
 
 def _amid_dashboard(served: Served, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "server.cli", "dashboard", "-w", str(served.workspace), *args]
+    command = [sys.executable, "-m", "amid", "dashboard", "-w", str(served.workspace), *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=120)
 
 
@@ -148,7 +148,7 @@ def test_amid_dashboard_serves_an_unserved_workspace_and_its_link_opens_the_page
     shutil.copytree(demo_copy.parent, root, symlinks=True)  # its own copy: the module's server holds demo_copy
     # the copy carries that server's marker, live (its process runs), which would send the command there
     (root / "workspace" / ".amid" / "server.json").unlink(missing_ok=True)
-    command = [sys.executable, "-m", "server.cli", "dashboard", "-w", str(root / "workspace"), "--port", "0"]
+    command = [sys.executable, "-m", "amid", "dashboard", "-w", str(root / "workspace"), "--port", "0"]
     agent = subprocess.run([*command, "--as", "worker-1"], capture_output=True, text=True, timeout=120)
     assert agent.returncode == 2 and "as: got 'worker-1' with role agent" in agent.stderr  # refused before serving
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from server.report.lineage import layers
+from amid.server.report.lineage import layers
 
 
 def test_a_chain_stays_on_one_row_and_a_second_child_opens_a_new_one() -> None:

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from server.context import Services
-from server.ledger import utcnow
-from server.ledger.attempts import NewAttempt
-from server.ledger.lanes import LaneRow
-from server.ledger.reviews import MetricRow, ReviewOutcome, Verdict
-from server.report import queries
-from server.report.build import build_report
+from amid.server.context import Services
+from amid.server.ledger import utcnow
+from amid.server.ledger.attempts import NewAttempt
+from amid.server.ledger.lanes import LaneRow
+from amid.server.ledger.reviews import MetricRow, ReviewOutcome, Verdict
+from amid.server.report import queries
+from amid.server.report.build import build_report
 from tests.server.report.checks import check_numbers_match, check_plots_drawn
 from tests.server.report.chromium import WINDOW, dump_dom, screenshot
 from tests.server.report.conftest import PLOT_IDS, numbers_from_file
@@ -25,7 +25,7 @@ from tests.server.report.dom import parse
 
 def test_report_of_the_demo_run_draws_every_plot_and_matches_the_ledger(demo_copy: Path, tmp_path: Path) -> None:
     out = tmp_path / "report.html"
-    result = subprocess.run([sys.executable, "-m", "server.cli", "report", "-w", str(demo_copy), "--out", str(out)],
+    result = subprocess.run([sys.executable, "-m", "amid", "report", "-w", str(demo_copy), "--out", str(out)],
                             capture_output=True, text=True, timeout=120)  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert f"report written to {out}" in result.stdout
@@ -43,7 +43,7 @@ def test_report_of_the_demo_run_draws_every_plot_and_matches_the_ledger(demo_cop
 
 
 def test_report_defaults_to_the_workspace_folder(demo_copy: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "server.cli", "report", "-w", str(demo_copy)],
+    result = subprocess.run([sys.executable, "-m", "amid", "report", "-w", str(demo_copy)],
                             capture_output=True, text=True, timeout=120)  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert (demo_copy / "report.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")

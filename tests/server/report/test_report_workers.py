@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from server.context import Services
-from server.report.build import build_report
+from amid.server.context import Services
+from amid.server.report.build import build_report
 from tests.server.report.dom import parse
 
 

@@ -6,9 +6,9 @@ import re
 import time
 from datetime import timedelta
 
-from server.context import Services
-from server.ledger import utcnow
-from server.report.build import build_report
+from amid.server.context import Services
+from amid.server.ledger import utcnow
+from amid.server.report.build import build_report
 from tests.server.report.dom import parse
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import SimpleITK as sitk
 import yaml
 
-from server.workspace import Workspace
+from amid.server.workspace import Workspace
 from tests.fixtures.rexmle import SPECS
 from tests.server.reviewer.sandbox import AgentSandbox
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from server.context import Services
-from server.ledger import Ledger
-from server.reviewer import reviewer, stop_reviewer
-from server.settings import Settings
-from server.workspace import Workspace
+from amid.server.context import Services
+from amid.server.ledger import Ledger
+from amid.server.reviewer import reviewer, stop_reviewer
+from amid.server.settings import Settings
+from amid.server.workspace import Workspace
 
 
 def open_services(root: Path, **settings: object) -> Services:

@@ -19,11 +19,11 @@ import numpy as np
 from mcp import Client
 from scipy import ndimage
 
-from server.connect import ensure_worktree
-from server.reviewer.scoring import case_values, foreground_labels, mean_value, plan_metrics, summarize_all
-from server.workspace import Workspace
+from amid.server.connect import ensure_worktree
+from amid.server.workspace import Workspace
+from amid.tools.metrics.scoring import case_values, foreground_labels, mean_value, plan_metrics, summarize_all
+from amid.tools.task.cases import Case, discover_cases
 from tests.clients import error, local_client, ok
-from tools.task.cases import Case, discover_cases
 
 Transform = Callable[[str, np.ndarray], np.ndarray]
 

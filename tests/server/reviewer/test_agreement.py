@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from server.reviewer.agreement import label_agreement, label_agreements, value_agreement, values_agree
+from amid.server.reviewer.agreement import label_agreement, label_agreements, value_agreement, values_agree
 
 
 def test_agreement_is_one_for_identical_maps_and_drops_with_swapped_labels() -> None:

@@ -13,10 +13,10 @@ from typing import Any
 import git
 import pytest
 
-from server.context import Services
-from server.ledger import utcnow
-from server.ledger.lanes import LaneRow
-from server.reviewer.audit import audit
+from amid.server.context import Services
+from amid.server.ledger import utcnow
+from amid.server.ledger.lanes import LaneRow
+from amid.server.reviewer.audit import audit
 from tests.server.reviewer.sandbox import AgentSandbox, call, call_error, client_for, submit_and_review, verdict
 
 pytestmark = pytest.mark.anyio

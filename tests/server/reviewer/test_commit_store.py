@@ -15,14 +15,14 @@ from pathlib import Path
 import git
 import pytest
 
-from server.context import Services
-from server.repo import resolve_commit, stored_commit
-from server.reviewer import reviewer, stop_reviewer
-from server.workspace import Workspace, init_workspace
+from amid.server.context import Services
+from amid.server.repo import resolve_commit, stored_commit
+from amid.server.reviewer import reviewer, stop_reviewer
+from amid.server.workspace import Workspace, init_workspace
+from amid.tools.task.contract import ValidationProtocol
+from amid.tools.task.importers import import_task
 from tests.server.reviewer.conftest import open_services
 from tests.server.reviewer.sandbox import AgentSandbox, call, client_for, verdict
-from tools.task.contract import ValidationProtocol
-from tools.task.importers import import_task
 
 pytestmark = pytest.mark.anyio
 

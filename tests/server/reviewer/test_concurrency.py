@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from server.context import Services
-from server.reviewer.report import CODES
+from amid.server.context import Services
+from amid.server.reviewer.report import CODES
 from tests.server.reviewer.sandbox import AgentSandbox, call, client_for, verdict
 
 pytestmark = pytest.mark.anyio

@@ -17,7 +17,7 @@ SERVER = textwrap.dedent(
     import multiprocessing, os, sys, time
 
     def busy(server_pid):
-        from server.reviewer.bounded import exit_with
+        from amid.server.reviewer.bounded import exit_with
         exit_with(server_pid, poll_s=0.1)
         time.sleep(120)  # a long review: never reads its pipe
 

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from server.context import Services
-from server.reviewer import reviewer, stop_reviewer
-from server.workspace import init_workspace
+from amid.server.context import Services
+from amid.server.reviewer import reviewer, stop_reviewer
+from amid.server.workspace import init_workspace
+from amid.tools.task.importers import import_task
 from tests.fixtures.rexmle import grader_python, make_challenge
 from tests.server.reviewer.benchmark_agent import REPLAY, BenchmarkAgent
 from tests.server.reviewer.conftest import open_services
 from tests.server.reviewer.sandbox import client_for, failed_codes, submit_and_review
-from tools.task.importers import import_task
 
 pytestmark = pytest.mark.anyio
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from server.errors import InvalidInput
-from server.reviewer.grader_imports import check_grader_imports, failed_imports
-from server.workspace import init_workspace
+from amid.server.errors import InvalidInput
+from amid.server.reviewer.grader_imports import check_grader_imports, failed_imports
+from amid.server.workspace import init_workspace
+from amid.tools.task.importers import import_task
 from tests.fixtures.rexmle import grader_python, make_challenge
-from tools.task.importers import import_task
 
 PYTHON = Path(sys.executable)
 # Absent from AMID's environment (as from ReX-MLE's rexmle.yml): pynrrd's `nrrd` and `numba`.

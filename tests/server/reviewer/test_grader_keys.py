@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from server.errors import InvalidInput
-from server.reviewer.grader_keys import metrics_of
+from amid.server.errors import InvalidInput
+from amid.server.reviewer.grader_keys import metrics_of
 
 PUMA = {"macro_f1": 0.61, "f1_tumor": 0.9, "f1_TILs": 0.5, "f1_other": 0.43, "f1_position": 3.0, "overall": 3.0}
 

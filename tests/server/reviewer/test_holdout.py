@@ -13,9 +13,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from server.context import Services
-from server.reviewer import reviewer, stop_reviewer
-from server.workspace import init_workspace
+from amid.server.context import Services
+from amid.server.reviewer import reviewer, stop_reviewer
+from amid.server.workspace import init_workspace
+from amid.tools.task.contract import ValidationProtocol
+from amid.tools.task.importers import import_task
 from tests.server.reviewer.conftest import open_services
 from tests.server.reviewer.sandbox import (
     PREDICT_PY,
@@ -27,8 +29,6 @@ from tests.server.reviewer.sandbox import (
     marked,
     submit_and_review,
 )
-from tools.task.contract import ValidationProtocol
-from tools.task.importers import import_task
 
 pytestmark = pytest.mark.anyio
 REPLAY = ["{python}", "predict.py", "{input_dir}", "{output_dir}"]

@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from server.reviewer.holdout import case_scores
-from server.reviewer.holdout_gate import ALPHA, RELATIVE_FLOOR, RESAMPLES, GapTest, gap_test
-from server.reviewer.scoring import plan_metrics
-from tools.task.importers import import_task
+from amid.server.reviewer.holdout import case_scores
+from amid.server.reviewer.holdout_gate import ALPHA, RELATIVE_FLOOR, RESAMPLES, GapTest, gap_test
+from amid.tools.metrics.scoring import plan_metrics
+from amid.tools.task.importers import import_task
 
 
 def scores(prefix: str, values: list[float] | np.ndarray) -> dict[str, float]:

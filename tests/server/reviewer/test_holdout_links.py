@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from server.context import Services
+from amid.server.context import Services
 from tests.server.reviewer.sandbox import AgentSandbox, client_for, failed_codes, identity, submit_and_review
 from tests.server.reviewer.test_holdout import holdout_services  # noqa: F401  (the fixture, shared)
 from tests.server.reviewer.test_red_team_round2 import LINK_PY

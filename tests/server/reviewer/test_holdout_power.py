@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from server.reviewer.holdout_gate import gap_test
-from server.reviewer.holdout_power import detectable_effect, detection_power, holdout_warning, smallest_holdout
+from amid.server.reviewer.holdout_gate import gap_test
+from amid.server.reviewer.holdout_power import detectable_effect, detection_power, holdout_warning, smallest_holdout
 
 
 def test_too_few_arrangements_give_no_power_at_all() -> None:
@@ -49,7 +49,7 @@ def test_enough_groups_give_no_warning_and_the_detectable_effect_is_stated() -> 
 
 
 def amid(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "server.cli", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "amid", *args], capture_output=True, text=True, timeout=120)
 
 
 def test_init_warns_that_two_holdout_patients_cannot_gate(demo_challenge: Path, tmp_path: Path) -> None:

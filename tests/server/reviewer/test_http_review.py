@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from server.mcp_client import call, connect
+from amid.server.mcp_client import call, connect
 from tests.server.conftest import Running
 from tests.server.reviewer.sandbox import AgentSandbox
 

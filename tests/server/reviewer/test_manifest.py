@@ -3,9 +3,9 @@ else is reported by name."""
 
 from __future__ import annotations
 
-from server.reviewer.manifest import CaseIndex, resolve_entries
-from tools.task.cases import Case
-from tools.task.contract import DataLayout
+from amid.server.reviewer.manifest import CaseIndex, resolve_entries
+from amid.tools.task.cases import Case
+from amid.tools.task.contract import DataLayout
 
 LAYOUT = DataLayout(train_images="public/train/images", train_labels="public/train/labels")
 

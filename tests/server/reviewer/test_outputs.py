@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from server.reviewer.outputs import vet_outputs
+from amid.server.reviewer.outputs import vet_outputs
 
 
 def _outputs(tmp_path: Path) -> tuple[Path, Path, Path]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
-from server.reviewer import permuted
-from tools.metrics import MetricSummary
+from amid.server.reviewer import permuted
+from amid.tools.metrics import MetricSummary
 
 
 def _summary(value: float) -> MetricSummary:

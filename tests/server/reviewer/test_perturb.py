@@ -10,7 +10,7 @@ import imageio.v3 as iio
 import nibabel as nib
 import numpy as np
 
-from server.reviewer.perturb import crop, draw_margin, noise_floor, perturb_file
+from amid.server.reviewer.perturb import crop, draw_margin, noise_floor, perturb_file
 
 
 def test_a_nifti_copy_differs_in_bytes_values_shape_and_origin_but_keeps_every_voxel_in_place(tmp_path: Path) -> None:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from server.context import Services
-from server.reviewer.pool import ReviewerPool
-from server.reviewer.report import CODES
+from amid.server.context import Services
+from amid.server.reviewer.pool import ReviewerPool
+from amid.server.reviewer.report import CODES
 from tests.server.reviewer.conftest import open_services
 from tests.server.reviewer.sandbox import AgentSandbox, call, client_for, verdict
 

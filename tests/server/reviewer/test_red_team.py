@@ -17,8 +17,8 @@ import nibabel as nib
 import numpy as np
 import pytest
 
-from server.context import Services
-from server.sandbox import bwrap_problem
+from amid.server.context import Services
+from amid.server.sandbox import bwrap_problem
 from tests.server.reviewer.sandbox import (
     AgentSandbox,
     call,

@@ -11,7 +11,7 @@ import nibabel as nib
 import numpy as np
 import pytest
 
-from server.context import Services
+from amid.server.context import Services
 from tests.server.reviewer.sandbox import PREDICT_PY, AgentSandbox, client_for, failed_codes, submit_and_review
 
 pytestmark = pytest.mark.anyio

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from server.context import Services
-from server.reviewer.agreement import LABEL_AGREEMENT
-from server.sandbox import bwrap_problem
+from amid.server.context import Services
+from amid.server.reviewer.agreement import LABEL_AGREEMENT
+from amid.server.sandbox import bwrap_problem
 from tests.server.reviewer.sandbox import (
     MODEL_REPLAY,
     PREDICT_PY,

@@ -16,8 +16,8 @@ import nibabel as nib
 import numpy as np
 import pytest
 
-from server.context import Services
-from server.reviewer.agreement import label_agreement
+from amid.server.context import Services
+from amid.server.reviewer.agreement import label_agreement
 from tests.server.reviewer.sandbox import (
     MODEL_REPLAY,
     PREDICT_PY,

@@ -15,14 +15,14 @@ from typing import Any
 import anyio
 import pytest
 
-from server.reviewer import reviewer, stop_reviewer
-from server.workspace import init_workspace
+from amid.server.reviewer import reviewer, stop_reviewer
+from amid.server.workspace import init_workspace
+from amid.tools.task.importers import import_task
+from amid.tools.task.label_adapters import convert
 from tests.fixtures.rexmle import grader_python, make_challenge
 from tests.server.reviewer.benchmark_agent import REPLAY, BenchmarkAgent
 from tests.server.reviewer.conftest import open_services
 from tests.server.reviewer.test_rexmle_review import Reviewed, errors, review_all
-from tools.task.importers import import_task
-from tools.task.label_adapters import convert
 
 CHALLENGE = "puma-track1-task2"
 

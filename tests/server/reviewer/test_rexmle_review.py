@@ -20,14 +20,14 @@ import numpy as np
 import pytest
 import yaml
 
-from server.context import Services
-from server.reviewer import reviewer, stop_reviewer
-from server.workspace import init_workspace
+from amid.server.context import Services
+from amid.server.reviewer import reviewer, stop_reviewer
+from amid.server.workspace import init_workspace
+from amid.tools.task.importers import import_task
 from tests.fixtures.rexmle import grader_python, make_challenge
 from tests.server.reviewer.benchmark_agent import REPLAY, BenchmarkAgent
 from tests.server.reviewer.conftest import open_services
 from tests.server.reviewer.sandbox import call, client_for, failed_codes, verdict
-from tools.task.importers import import_task
 
 REVIEWED = ("isles22", "ldct-iqa", "panther-task1", "topcow-track1-task3", "usenhance")
 PERFECT = {"ldct-iqa": 3.0}  # |PLCC| + |SROCC| + |KROCC|; every other primary metric is 1.0 when perfect

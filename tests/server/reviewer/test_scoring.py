@@ -10,10 +10,10 @@ import nibabel as nib
 import numpy as np
 import pytest
 
-from server.reviewer.images import read_volume, value_hash
-from server.reviewer.manifest import parse_manifest
-from server.reviewer.scoring import case_values, foreground_labels, plan_metrics, summarize_all
-from server.workspace import Workspace
+from amid.server.reviewer.manifest import parse_manifest
+from amid.server.workspace import Workspace
+from amid.tools.metrics.images import read_volume, value_hash
+from amid.tools.metrics.scoring import case_values, foreground_labels, plan_metrics, summarize_all
 from tests.server.reviewer.sandbox import AgentSandbox, eroded
 
 

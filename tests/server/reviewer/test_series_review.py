@@ -16,13 +16,13 @@ import pydicom
 import pytest
 import yaml
 
-from server.context import Services
-from server.reviewer import reviewer, stop_reviewer
-from server.workspace import init_workspace
+from amid.server.context import Services
+from amid.server.reviewer import reviewer, stop_reviewer
+from amid.server.workspace import init_workspace
+from amid.tools.task.importers import import_task
 from tests.server.reviewer.conftest import open_services
 from tests.server.reviewer.sandbox import AgentSandbox, client_for, failed_codes, submit_and_review
 from tests.tools.profiling.real_files import REGULAR_CT, copy_slices, series_files
-from tools.task.importers import import_task
 
 pytestmark = pytest.mark.anyio
 CASES = [f"{i:05d}" for i in range(8)]

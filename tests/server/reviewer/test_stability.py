@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from server.reviewer.stability import _judged, _pseudonymised
+from amid.server.reviewer.stability import _judged, _pseudonymised
 
 
 def _organ_with_lesion(lesion: slice) -> np.ndarray:

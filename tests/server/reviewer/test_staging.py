@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from server.reviewer.staging import StagingError, input_names, stage_case
+from amid.server.reviewer.staging import StagingError, input_names, stage_case
 from tests.tools.profiling.real_files import REGULAR_CT, copy_slices, series_files
 
 

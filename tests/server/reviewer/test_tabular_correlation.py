@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 import yaml
 
-from server.context import Services
-from server.reviewer import reviewer, stop_reviewer
-from server.workspace import init_workspace
+from amid.server.context import Services
+from amid.server.reviewer import reviewer, stop_reviewer
+from amid.server.workspace import init_workspace
+from amid.tools.task.importers import import_task
 from tests.factories import write_nifti
 from tests.server.reviewer.conftest import open_services
 from tests.server.reviewer.sandbox import AgentSandbox, client_for, failed_codes, submit_and_review
 from tests.server.reviewer.test_tabular import TABLE_MODEL_PY, TABLE_REPLAY
-from tools.task.importers import import_task
 
 pytestmark = pytest.mark.anyio
 N_CASES = 12  # three folds of four

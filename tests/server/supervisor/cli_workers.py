@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from server.demo import start_server, stop_server
-from server.local_client import call as admin_call
-from server.workspace import Workspace
+from amid.server.demo import start_server, stop_server
+from amid.server.local_client import call as admin_call
+from amid.server.workspace import Workspace
 
 # A headless "CLI" that takes the scripted backend's arguments: it announces a session (the one it
 # resumes, else a new one), appends what it was started with to $HOME/calls.jsonl, then waits like a
@@ -61,7 +61,7 @@ def stand_in_cli(tmp_path: Path, source: str = QUIET_CLI, name: str = "quiet-cli
 
 def supervise(workspace: Workspace, cli: Path, log: Path, *flags: str) -> subprocess.Popen[bytes]:
     """`amid supervise` with one managed worker of the scripted backend, its CLI replaced by `cli`."""
-    command = [sys.executable, "-m", "server.cli", "supervise", "-w", str(workspace.root), "--forever"]
+    command = [sys.executable, "-m", "amid", "supervise", "-w", str(workspace.root), "--forever"]
     command += ["--poll-s", "0.2", "--workers", "1", "--backend", "scripted", "--cli-path", str(cli), *flags]
     with log.open("ab") as out:
         return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from server.context import Services
-from server.mcp_client import call
-from server.reviewer import stop_reviewer
-from server.supervisor.loop import Supervisor
+from amid.server.context import Services
+from amid.server.mcp_client import call
+from amid.server.reviewer import stop_reviewer
+from amid.server.supervisor.loop import Supervisor
 from tests.clients import local_client
 
 FAST = {"coverage_attempts": 1, "plateau_after": 2, "consolidate_every": 2}

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import git
 
-from server.ledger import Ledger
-from server.ledger.attempts import NewAttempt
-from server.ledger.database import utcnow
-from server.ledger.lanes import LaneRow
-from server.ledger.reviews import CheckRow, MetricRow, ReviewOutcome, Verdict
-from server.repo import pin_commit, store_commit
-from server.workspace import Workspace
+from amid.server.ledger import Ledger
+from amid.server.ledger.attempts import NewAttempt
+from amid.server.ledger.database import utcnow
+from amid.server.ledger.lanes import LaneRow
+from amid.server.ledger.reviews import CheckRow, MetricRow, ReviewOutcome, Verdict
+from amid.server.repo import pin_commit, store_commit
+from amid.server.workspace import Workspace
 
 
 def add_lanes(ledger: Ledger, tiers: dict[str, str]) -> None:

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from server.context import Services
-from server.ledger.audits import AuditCheckRow
-from server.ledger.database import utcnow
-from server.mcp_client import call
-from server.supervisor.state import EvidenceSync, RunView
+from amid.server.context import Services
+from amid.server.ledger.audits import AuditCheckRow
+from amid.server.ledger.database import utcnow
+from amid.server.mcp_client import call
+from amid.server.supervisor.state import EvidenceSync, RunView
 from tests.clients import error, local_client
 from tests.server.supervisor.conftest import Make
 from tests.server.supervisor.seed import add_lanes, pending, reviewed

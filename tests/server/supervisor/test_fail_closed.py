@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from server.demo import start_server, stop_server
-from server.local_client import call as admin_call
-from server.workspace import Workspace
+from amid.server.demo import start_server, stop_server
+from amid.server.local_client import call as admin_call
+from amid.server.workspace import Workspace
 
 pytestmark = pytest.mark.slow
 FIX = "install bubblewrap: apt-get install bubblewrap, or pass"
@@ -35,7 +35,7 @@ def no_bwrap(tmp_path: Path) -> dict[str, str]:
 
 
 def _amid(*args: str, env: dict[str, str], timeout_s: float = 120) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "server.cli", *args]
+    command = [sys.executable, "-m", "amid", *args]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout_s, check=False)
 
 
@@ -84,7 +84,7 @@ def test_with_the_sandbox_switched_off_explicitly_the_run_goes_on_and_the_eviden
     unboxed = {"PATH": no_bwrap["PATH"], "AMID_REPLAY_SANDBOX": "none", "AMID_JOB_SANDBOX": "none"}
     server, _ = start_server(workspace.root, env=unboxed)
     log = tmp_path / "supervise.log"
-    command = [sys.executable, "-m", "server.cli", "supervise", "-w", str(workspace.root), "--poll-s", "0.5"]
+    command = [sys.executable, "-m", "amid", "supervise", "-w", str(workspace.root), "--poll-s", "0.5"]
     command += ["--workers", "1", "--sandbox", "none", "--max-s", "300"]
     try:
         with log.open("wb") as out:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from server.context import Services
+from amid.server.context import Services
 from tests.clients import error, local_client, ok
 from tests.server.supervisor.conftest import Make, supervisor_of
 from tests.server.supervisor.seed import add_lanes, pending, reviewed

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from server.context import Services
-from server.package.evidence import best_eligible
-from server.ranking import bound, rank_rows, standard_error, z_value
+from amid.server.context import Services
+from amid.server.package.evidence import best_eligible
+from amid.server.ranking import bound, rank_rows, standard_error, z_value
 from tests.clients import local_client
 from tests.server.supervisor.conftest import Make, supervisor_of
 from tests.server.supervisor.seed import add_lanes, reviewed
@@ -52,7 +52,7 @@ def _seed_repetition(services: Services) -> tuple[list[str], str]:
 async def test_the_max_of_six_honest_seeds_is_not_ranked_above_one_try_of_the_same_skill(services: Services) -> None:
     seeds, once = _seed_repetition(services)
     async with local_client(services, "eve", "human") as client:
-        from server.mcp_client import call
+        from amid.server.mcp_client import call
 
         board = await call(client, "leaderboard", {"lane_id": "unet", "per_lane": 10})
     rows = {r["attempt_id"]: r for r in board["rows"]}

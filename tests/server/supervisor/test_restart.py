@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from server.demo import start_server, stop_server
-from server.ledger import Ledger
-from server.local_client import call as admin_call
-from server.workspace import Workspace
+from amid.server.demo import start_server, stop_server
+from amid.server.ledger import Ledger
+from amid.server.local_client import call as admin_call
+from amid.server.workspace import Workspace
 from tests.server.supervisor.seed import add_lanes, reviewed
 
 
@@ -23,7 +23,7 @@ def _sql(workspace: Workspace, query: str) -> list[list[object]]:
 
 
 def _supervise(workspace: Workspace, poll_s: float, log: Path) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "-m", "server.cli", "supervise", "-w", str(workspace.root), "--poll-s", str(poll_s)]
+    command = [sys.executable, "-m", "amid", "supervise", "-w", str(workspace.root), "--poll-s", str(poll_s)]
     with log.open("ab") as out:
         return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
 

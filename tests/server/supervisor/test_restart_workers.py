@@ -11,10 +11,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from server.local_client import call as admin_call
-from server.mcp_client import call, connect
-from server.sandbox import bwrap_problem
-from server.workspace import Workspace
+from amid.server.local_client import call as admin_call
+from amid.server.mcp_client import call, connect
+from amid.server.sandbox import bwrap_problem
+from amid.server.workspace import Workspace
 from tests.server.supervisor.cli_workers import (
     calls_of,
     running_as,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from server.context import Services
+from amid.server.context import Services
 from tests.server.supervisor.conftest import Make, supervisor_of
 from tests.server.supervisor.seed import add_lanes, reviewed
 
@@ -93,8 +93,8 @@ async def test_a_runner_up_within_fold_noise_is_kept_as_challenger_and_uncovered
 
 
 async def test_lower_is_better_ranks_by_the_smallest_verified_score(tuned: Make) -> None:
-    from server.supervisor.promotion import promote
-    from server.supervisor.state import RunView
+    from amid.server.supervisor.promotion import promote
+    from amid.server.supervisor.state import RunView
 
     services = tuned()
     ledger, ws = services.ledger, services.workspace
@@ -133,7 +133,7 @@ async def test_tune_and_smoke_attempts_do_not_count_for_coverage(tuned: Make) ->
 
 
 async def test_stages_only_move_forward(services: Services) -> None:
-    from server.errors import Conflict
+    from amid.server.errors import Conflict
 
     sup = services.ledger.supervision
     assert sup.set_stage("exploration", "exploitation", "test", "boss")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from server.protocol import INSTRUCTIONS
-from server.supervisor.workers.settings import STALL_PROMPT
-from server.workspace import Workspace
+from amid.server.protocol import INSTRUCTIONS
+from amid.server.supervisor.workers.settings import STALL_PROMPT
+from amid.server.workspace import Workspace
 from tests.server.supervisor.cli_workers import QUIET_CLI, calls_of, serving, stand_in_cli, supervise, wait_for
 
 pytestmark = pytest.mark.slow

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from server.cli import main
+from amid.server.cli import main
 
 
 def test_managed_workers_without_a_workspace_are_refused_naming_the_option() -> None:
@@ -20,8 +20,8 @@ def test_managed_workers_without_a_workspace_are_refused_naming_the_option() -> 
 def test_every_worker_setting_a_user_needs_has_a_supervise_flag_documented_in_the_readme() -> None:
     from pathlib import Path
 
-    from server.supervisor.cli import WORKER_FLAGS
-    from server.supervisor.workers.settings import WorkerSettings
+    from amid.server.supervisor.cli import WORKER_FLAGS
+    from amid.server.supervisor.workers.settings import WorkerSettings
 
     shown = CliRunner().invoke(main, ["supervise", "--help"], terminal_width=200).output
     readme = (Path(__file__).parents[3] / "README.md").read_text(encoding="utf-8")

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from server.supervisor.workers.settings import STALL_PROMPT
-from server.workspace import Workspace
+from amid.server.supervisor.workers.settings import STALL_PROMPT
+from amid.server.workspace import Workspace
 from tests.server.supervisor.cli_workers import (
     FAILING_CLI,
     calls_of,
@@ -60,7 +60,7 @@ def test_a_cli_failing_at_once_trips_the_breaker_set_by_flags_and_the_reason_is_
             wait_for(lambda: "paused" in [e for e, _, _ in transitions(workspace)], "the breaker", log)
             wait_for(lambda: "paused for 600 s" in log.read_text(), "the pause said", log)
             status = subprocess.run(
-                [sys.executable, "-m", "server.cli", "status", "-w", str(workspace.root)],
+                [sys.executable, "-m", "amid", "status", "-w", str(workspace.root)],
                 capture_output=True, text=True, timeout=120, check=True,
             ).stdout  # fmt: skip
         finally:
@@ -82,7 +82,7 @@ def test_a_cli_path_that_is_not_an_executable_stops_the_supervisor_naming_the_fl
 ) -> None:
     missing = tmp_path / "no-such-cli"
     with serving(workspace):
-        command = [sys.executable, "-m", "server.cli", "supervise", "-w", str(workspace.root), "--workers", "1"]
+        command = [sys.executable, "-m", "amid", "supervise", "-w", str(workspace.root), "--workers", "1"]
         done = subprocess.run([*command, "--cli-path", str(missing)], capture_output=True, text=True, timeout=120)
         recorded = transitions(workspace)
     assert done.returncode == 2

@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 from sklearn import metrics as sk
 
-from tools.metrics import MetricConvention, accuracy, auc, balanced_accuracy, f1, krocc, plcc, srocc
+from amid.tools.metrics import MetricConvention, accuracy, auc, balanced_accuracy, f1, krocc, plcc, srocc
 
 SEEDS = range(4)
 MACRO = MetricConvention(average="macro")
@@ -86,7 +86,7 @@ def test_correlations_equal_scipy_stats_with_ties(seed):
 
 def test_kendall_is_exact_across_row_blocks(monkeypatch):
     prediction, reference = _correlation_case(9)
-    monkeypatch.setattr("tools.metrics.regression._PAIR_BLOCK", 7 * len(prediction))
+    monkeypatch.setattr("amid.tools.metrics.regression._PAIR_BLOCK", 7 * len(prediction))
     assert krocc(prediction, reference) == pytest.approx(stats.kendalltau(prediction, reference).statistic)
 
 

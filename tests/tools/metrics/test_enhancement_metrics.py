@@ -16,7 +16,7 @@ import torch
 from monai.losses import LocalNormalizedCrossCorrelationLoss
 from skimage.metrics import peak_signal_noise_ratio, structural_similarity
 
-from tools.metrics import MetricConvention, lncc, psnr, ssim
+from amid.tools.metrics import MetricConvention, lncc, psnr, ssim
 
 RANGE = MetricConvention(data_range=2.0)
 

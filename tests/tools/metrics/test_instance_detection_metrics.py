@@ -15,7 +15,7 @@ import pytest
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
-from tools.metrics import (
+from amid.tools.metrics import (
     MetricConvention,
     box_iou_3d,
     centroid_f1,

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from server.errors import InvalidInput
-from tools.metrics import (
+from amid.server.errors import InvalidInput
+from amid.tools.metrics import (
     MetricConvention,
     accuracy,
     dice,

@@ -18,7 +18,7 @@ from medpy.metric import binary as medpy_binary
 from monai.metrics import compute_dice
 from skimage.morphology import skeletonize
 
-from tools.metrics import MetricConvention, cldice, dice, dice_micro, dice_per_class
+from amid.tools.metrics import MetricConvention, cldice, dice, dice_micro, dice_per_class
 
 SEEDS = range(4)
 

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from server.errors import InvalidInput
-from tools.metrics import METRICS, MetricConvention, summarize
+from amid.server.errors import InvalidInput
+from amid.tools.metrics import METRICS, MetricConvention, summarize
 
 DESIGN_METRICS = {
     "dice", "dice_micro", "hd95", "hd", "nsd", "masd", "cldice", "betti0_error", "lesion_f1",

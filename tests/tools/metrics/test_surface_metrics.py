@@ -27,7 +27,7 @@ from monai.metrics import (
 )
 from scipy import ndimage
 
-from tools.metrics import MetricConvention, hausdorff_distance, masd, nsd, surface_distances
+from amid.tools.metrics import MetricConvention, hausdorff_distance, masd, nsd, surface_distances
 
 SPACING = (0.7, 1.1, 2.5)
 SEEDS = range(4)

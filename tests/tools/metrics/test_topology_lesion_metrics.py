@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from tools.metrics import (
+from amid.tools.metrics import (
     MetricConvention,
     betti0_error,
     lesion_count_difference,

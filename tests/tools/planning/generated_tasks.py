@@ -10,8 +10,8 @@ import nibabel as nib
 import numpy as np
 from PIL import Image
 
-from tools.planning.facts import PlanningFacts, facts_from_profile
-from tools.profiling import LabelsTable, ProfileCase, ProfileRequest, profile_dataset
+from amid.tools.planning.facts import PlanningFacts, facts_from_profile
+from amid.tools.profiling import LabelsTable, ProfileCase, ProfileRequest, profile_dataset
 
 
 def _nifti(path: Path, array: np.ndarray, spacing: tuple[float, ...]) -> str:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from registry.loader import load_foundation_models
-from tools.planning import query_models
-from tools.planning.fm_query import tokenize
+from amid.registry.loader import load_foundation_models
+from amid.tools.planning import query_models
+from amid.tools.planning.fm_query import tokenize
 
 MODELS = load_foundation_models()
 PATHOLOGY_ENCODERS = {m.id for m in MODELS if m.domain == "pathology" and "feature_extraction" in m.task_families}

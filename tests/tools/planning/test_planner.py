@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from registry.loader import load_foundation_models, load_lane_templates
+from amid.registry.loader import load_foundation_models, load_lane_templates
+from amid.tools.planning.facts import PlanningFacts
+from amid.tools.planning.planner import plan_portfolio
+from amid.tools.planning.portfolio import LaneSpec, Portfolio
+from amid.tools.planning.resources import Environment, detect_environment
 from tests.tools.planning.generated_tasks import GENERATED
-from tools.planning.facts import PlanningFacts
-from tools.planning.planner import plan_portfolio
-from tools.planning.portfolio import LaneSpec, Portfolio
-from tools.planning.resources import Environment, detect_environment
 
 TEMPLATES = load_lane_templates()
 MODELS = load_foundation_models()

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from registry.loader import load_foundation_models, load_lane_templates
-from server.errors import InvalidInput
-from tools.planning.facts import ChannelIntensity, PlanningFacts
-from tools.planning.planner import plan_portfolio
-from tools.planning.proposals import LaneProposal, complete_proposal, lane_id_for
-from tools.planning.render import lane_markdown, portfolio_markdown
-from tools.planning.resources import Environment
-from tools.planning.steps import monai_config_for, scaffold_steps
+from amid.registry.loader import load_foundation_models, load_lane_templates
+from amid.server.errors import InvalidInput
+from amid.tools.planning.facts import ChannelIntensity, PlanningFacts
+from amid.tools.planning.planner import plan_portfolio
+from amid.tools.planning.proposals import LaneProposal, complete_proposal, lane_id_for
+from amid.tools.planning.render import lane_markdown, portfolio_markdown
+from amid.tools.planning.resources import Environment
+from amid.tools.planning.steps import monai_config_for, scaffold_steps
 
 TEMPLATES = load_lane_templates()
 MODELS = load_foundation_models()
@@ -86,7 +86,7 @@ def test_a_lane_file_holds_every_lane_field_and_the_exact_scaffold_commands() ->
     plan = "/venv/bin/nnUNetv2_plan_and_preprocess -d 501 -c 3d_fullres -np 4 -npfp 4 --verify_dataset_integrity"
     assert plan in text
     assert "/venv/bin/nnUNetv2_train 501 3d_fullres 2 --npz" in text and "3d_fullres 3 --npz" not in text
-    assert "-m tools.scaffolds.nnunet to-task --out .amid-local/nnunet --split val --fold 0" in text
+    assert "-m amid.tools.scaffolds.nnunet to-task --out .amid-local/nnunet --split val --fold 0" in text
     overview = portfolio_markdown(portfolio)
     assert "## Not instantiated (kept with the reason)" in overview
     assert "**pathology-encoder-head**" in overview and "needs rgb_stain=false" in overview

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from amid.tools.profiling import ProfileCase, ProfileRequest
 from tests.tools.profiling.factories import make_ct_segmentation
-from tools.profiling import ProfileCase, ProfileRequest
 
 SAMPLES = 200_000  # enough for these tiny cases, and keeps each profile well under a second
 

@@ -10,7 +10,7 @@ import nibabel as nib
 import numpy as np
 from PIL import Image
 
-from tools.profiling import ProfileCase
+from amid.tools.profiling import ProfileCase
 
 CT_SHAPE = (24, 24, 8)
 CT_SPACING = (0.8, 0.8, 4.0)

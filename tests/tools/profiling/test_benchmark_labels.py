@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from server.workspace import Workspace, init_workspace
+from amid.server.workspace import Workspace, init_workspace
+from amid.tools.profile_data import build_request
+from amid.tools.profiling import profile_dataset
+from amid.tools.task.importers import import_task
 from tests.fixtures.rexmle import make_challenge
-from tools.profile_data import build_request
-from tools.profiling import profile_dataset
-from tools.task.importers import import_task
 
 LABEL_FILES = ("ldct-iqa", "topcow-track1-task3", "topcow-track1-task2", "puma-track1-task1", "puma-track1-task2")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.profiling import profile
+from amid.tools.profiling import profile
 
 
 def _signature_before(path: str) -> str:

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from amid.tools.profiling import ProfileCase, profile_dataset
 from tests.tools.profiling.conftest import make_request
-from tools.profiling import ProfileCase, profile_dataset
 
 
 def _png(path: Path, shape: tuple[int, ...], seed: int) -> str:

@@ -13,6 +13,7 @@ import pydicom
 import pytest
 import SimpleITK as sitk
 
+from amid.tools.profiling import read_array, read_header
 from tests.tools.profiling.real_files import (
     DICOM_FILES,
     JUMPING_CT,
@@ -27,7 +28,6 @@ from tests.tools.profiling.real_files import (
     sitk_series,
     slice_positions,
 )
-from tools.profiling import read_array, read_header
 
 
 def _codes(header: object) -> list[str]:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import ndimage
 
-from tools.profiling.labelstats import MAX_COMPONENT_SIZES, class_components, summarize_labels
+from amid.tools.profiling.labelstats import MAX_COMPONENT_SIZES, class_components, summarize_labels
 
 
 def _scipy_reference(labels: np.ndarray) -> dict[int, tuple[int, list[int]]]:
@@ -60,7 +60,7 @@ def test_summaries_bound_the_sizes_sent_back() -> None:
 
 @pytest.mark.parametrize("shape", [(9, 8, 7), (12, 5), (6,), (4, 3, 5, 2)])
 def test_the_foreground_box_is_the_bounding_box_of_the_non_zero_voxels(shape: tuple[int, ...]) -> None:
-    from tools.profiling.labelstats import foreground_box
+    from amid.tools.profiling.labelstats import foreground_box
 
     rng = np.random.default_rng(sum(shape))
     for _ in range(20):

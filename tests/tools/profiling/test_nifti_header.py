@@ -15,8 +15,8 @@ import nibabel as nib
 import numpy as np
 import pytest
 
-from tools.profiling import nifti_header, nifti_memory
-from tools.profiling.readers import _nibabel_header, read_header
+from amid.tools.profiling import nifti_header, nifti_memory
+from amid.tools.profiling.readers import _nibabel_header, read_header
 
 DTYPES = ("int16", "uint8", "float32", "int32", "float64", "int8", "uint16", "uint32", "int64")
 N_FILES = 160

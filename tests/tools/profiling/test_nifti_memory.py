@@ -10,9 +10,9 @@ import nibabel as nib
 import numpy as np
 import pytest
 
-from server.errors import DataUnreadable
-from tools.profiling import nifti_header, nifti_memory
-from tools.profiling.readers import read_array, read_header
+from amid.server.errors import DataUnreadable
+from amid.tools.profiling import nifti_header, nifti_memory
+from amid.tools.profiling.readers import read_array, read_header
 
 
 @pytest.fixture(autouse=True, params=["isal_reader", "gzip_file"])

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
+from amid.tools.profiling import ProfileCase, profile_dataset
 from tests.tools.profiling.conftest import ct_request
 from tests.tools.profiling.factories import CT_SPACING, load_voxels, write_nifti
-from tools.profiling import ProfileCase, profile_dataset
 
 
 def _codes(profile_issues: list) -> list[str]:

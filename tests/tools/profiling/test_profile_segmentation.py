@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from amid.tools.profiling import ProfileCase, profile_dataset
 from tests.tools.profiling.conftest import SAMPLES, ct_request
 from tests.tools.profiling.factories import CT_SHAPE, load_voxels
-from tools.profiling import ProfileCase, profile_dataset
 
 FLOAT32_08 = float(np.float32(0.8))
 CASE_VOXELS = int(np.prod(CT_SHAPE))

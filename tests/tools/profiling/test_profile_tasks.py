@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from amid.tools.profiling import LabelsTable, ProfileCase, profile_dataset
 from tests.tools.profiling.conftest import make_request
 from tests.tools.profiling.factories import (
     make_classification,
@@ -17,7 +18,6 @@ from tests.tools.profiling.factories import (
     make_instances,
     make_tissue_segmentation,
 )
-from tools.profiling import LabelsTable, ProfileCase, profile_dataset
 
 
 def _values(profile_predicates: list) -> dict[str, bool]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tools.profiling.quantiles import MIN_SIZE, percentiles
+from amid.tools.profiling.quantiles import MIN_SIZE, percentiles
 
 QUANTILES = [0.5, 50.0, 99.5]
 
@@ -47,7 +47,7 @@ def test_non_finite_values_and_other_inputs_go_to_numpy(bad: float) -> None:
 
 
 def test_column_medians_equal_numpys() -> None:
-    from tools.profiling.representation import _column_medians
+    from amid.tools.profiling.representation import _column_medians
 
     rng = np.random.default_rng(11)
     for n in (1, 2, 3, 10, 41):

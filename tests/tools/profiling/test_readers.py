@@ -12,11 +12,11 @@ import SimpleITK as sitk
 import tifffile
 from pydicom.data import get_testdata_file
 
-from server.errors import DataUnreadable
+from amid.server.errors import DataUnreadable
+from amid.tools.profiling.inputs import LabelsTable
+from amid.tools.profiling.readers import read_array, read_header
+from amid.tools.profiling.tables import read_coco, read_labels
 from tests.tools.profiling.factories import load_voxels, write_nifti
-from tools.profiling.inputs import LabelsTable
-from tools.profiling.readers import read_array, read_header
-from tools.profiling.tables import read_coco, read_labels
 
 NIBABEL_DATA = Path(nib.__file__).parent / "tests" / "data"
 

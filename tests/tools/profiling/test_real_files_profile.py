@@ -9,6 +9,8 @@ import nibabel as nib
 import numpy as np
 import pytest
 
+from amid.tools.profiling import ProfileCase, profile_dataset
+from amid.tools.profiling.dataprofile import DataProfile
 from tests.tools.profiling.conftest import make_request
 from tests.tools.profiling.real_files import (
     JUMPING_CT,
@@ -18,8 +20,6 @@ from tests.tools.profiling.real_files import (
     copy_slices,
     series_files,
 )
-from tools.profiling import ProfileCase, profile_dataset
-from tools.profiling.dataprofile import DataProfile
 
 
 def _cases(paths: dict[str, Path]) -> list[ProfileCase]:

@@ -9,10 +9,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from server.errors import InvalidInput
+from amid.server.errors import InvalidInput
+from amid.tools.profiling import DataProfile, ProfileCase, fingerprint, profile_dataset, write_report
 from tests.tools.profiling.conftest import ct_request, make_request
 from tests.tools.profiling.factories import make_classification
-from tools.profiling import DataProfile, ProfileCase, fingerprint, profile_dataset, write_report
 
 # A tool reply must stay within about 8k tokens; JSON runs at about 4 characters per token.
 MAX_COMPACT_CHARACTERS = 8000 * 4

@@ -6,8 +6,8 @@ import multiprocessing
 import os
 import signal
 
+from amid.tools.profiling import ProfileCase, profile_dataset
 from tests.tools.profiling.conftest import ct_request
-from tools.profiling import ProfileCase, profile_dataset
 
 
 def test_a_killed_worker_loses_no_case(ct_cases: list[ProfileCase]) -> None:
@@ -28,7 +28,7 @@ def test_a_killed_worker_loses_no_case(ct_cases: list[ProfileCase]) -> None:
 
 WORKER_SCRIPT = """
 import pickle, sys
-from tools.profiling.casework import analyze_case
+from amid.tools.profiling.casework import analyze_case
 result = analyze_case(pickle.loads(sys.stdin.buffer.read()))
 heavy = sorted(m for m in ("nibabel", "scipy", "pydantic", "SimpleITK", "torch", "numpy.ma") if m in sys.modules)
 print(len(result.issues), result.label is not None, result.header is not None, heavy)
@@ -41,7 +41,7 @@ def test_a_worker_profiles_a_nifti_case_without_nibabel_scipy_or_pydantic(ct_cas
     import subprocess
     import sys
 
-    from tools.profiling.profile import _jobs
+    from amid.tools.profiling.profile import _jobs
 
     job = _jobs(ct_request(ct_cases))[0]
     done = subprocess.run(

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from server.reviewer.replay import fill
-from server.sandbox import Mounts, SandboxKind, placeholders, replay_env, resolve_kind, wrap
-from server.workspace import Workspace
-from tools.planning.portfolio import ScaffoldStep
+from amid.server.reviewer.replay import fill
+from amid.server.sandbox import Mounts, SandboxKind, placeholders, replay_env, resolve_kind, wrap
+from amid.server.workspace import Workspace
+from amid.tools.planning.portfolio import ScaffoldStep
 
 # Small CPU runs: no torch.compile, few BLAS threads.
 CPU_ENV = {"nnUNet_compile": "f", "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}

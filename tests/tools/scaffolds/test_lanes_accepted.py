@@ -35,13 +35,13 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from server.connect import ensure_worktree
-from server.demo import DEMO_HOLDOUT_FRACTION, start_server, stop_server
-from server.holdout_split import with_holdout_fraction
-from server.local_client import call as admin_call
-from server.mcp_client import call, connect
-from server.workspace import Workspace, init_workspace
-from tools.task.importers import import_task
+from amid.server.connect import ensure_worktree
+from amid.server.demo import DEMO_HOLDOUT_FRACTION, start_server, stop_server
+from amid.server.holdout_split import with_holdout_fraction
+from amid.server.local_client import call as admin_call
+from amid.server.mcp_client import call, connect
+from amid.server.workspace import Workspace, init_workspace
+from amid.tools.task.importers import import_task
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(5400)]
 

@@ -13,10 +13,19 @@ import pytest
 import yaml
 from PIL import Image
 
-from server.context import Services, ToolContext
-from server.ledger import Identity
-from server.reviewer.agreement import LABEL_AGREEMENT, label_agreement
-from server.workspace import Workspace, init_workspace
+from amid.server.context import Services, ToolContext
+from amid.server.ledger import Identity
+from amid.server.reviewer.agreement import LABEL_AGREEMENT, label_agreement
+from amid.server.workspace import Workspace, init_workspace
+from amid.tools.lane_plan import ensure_portfolio
+from amid.tools.planning.facts import ChannelIntensity, PlanningFacts
+from amid.tools.planning.steps import MONAI_MODEL, monai_steps
+from amid.tools.scaffolds.monai_config import MonaiConfig, config_from_facts
+from amid.tools.scaffolds.monai_model import package
+from amid.tools.scaffolds.monai_seg import build_network
+from amid.tools.scaffolds.monai_steps import CPU_EPOCHS, CPU_ITERATIONS
+from amid.tools.scaffolds.pinning import PIN_FLAG, scaffold_digest
+from amid.tools.task.importers import import_task
 from tests.tools.scaffolds.graded import (
     freeze_like_submit,
     grade_with_task_grader,
@@ -26,15 +35,6 @@ from tests.tools.scaffolds.graded import (
     submission_rows,
     worktree_of,
 )
-from tools.lane_plan import ensure_portfolio
-from tools.planning.facts import ChannelIntensity, PlanningFacts
-from tools.planning.steps import MONAI_MODEL, monai_steps
-from tools.scaffolds.monai_config import MonaiConfig, config_from_facts
-from tools.scaffolds.monai_model import package
-from tools.scaffolds.monai_seg import build_network
-from tools.scaffolds.monai_steps import CPU_EPOCHS, CPU_ITERATIONS
-from tools.scaffolds.pinning import PIN_FLAG, scaffold_digest
-from tools.task.importers import import_task
 
 LANE = "monai-3d-segresnet-swinunetr"
 
@@ -132,7 +132,9 @@ def test_the_monai_steps_package_the_model_and_replay_from_checkpoint_alone() ->
     steps = {s.name: s for s in monai_steps(LANE, "/venv/bin/python", 3)}
     assert list(steps)[-3:] == ["package", "predict_test", "replay"]
     assert steps["package"].argv[-4:] == ["--runs", ".amid-local/monai", "--dest", MONAI_MODEL]
-    replay = "{python} -m tools.scaffolds.monai_seg replay --model {checkpoint} --fold {fold} --input-dir {input_dir}"
+    replay = (
+        "{python} -m amid.tools.scaffolds.monai_seg replay --model {checkpoint} --fold {fold} --input-dir {input_dir}"
+    )
     pin = [PIN_FLAG, scaffold_digest("monai")]
     assert steps["replay"].argv == [*replay.split(), "--output-dir", "{output_dir}", *pin]
     assert not steps["replay"].job and steps["replay"].run_gpu_job is None
@@ -157,7 +159,7 @@ def test_without_a_gpu_every_monai_step_runs_on_cpu_at_the_stated_budget() -> No
         "train_fold_0", "train_fold_1", "predict_fold_1", "score_fold_1"
     ]  # fmt: skip
     assert steps["score_fold_0"].argv[1:] == [
-        "-m", "tools.scaffolds.score", "--predictions", "predictions/fold_0", "--fold", "0",
+        "-m", "amid.tools.scaffolds.score", "--predictions", "predictions/fold_0", "--fold", "0",
         "--out", ".amid-local/scores/fold_0.json",
     ]  # fmt: skip
 
@@ -228,9 +230,9 @@ def _png_enhancement_task(root: Path) -> Workspace:
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_monai_scaffold_restores_2d_png_pairs_at_their_original_size(tmp_path: Path) -> None:
-    from tools.planning.facts import facts_from_profile
-    from tools.profile_data import build_request
-    from tools.profiling import profile_dataset
+    from amid.tools.planning.facts import facts_from_profile
+    from amid.tools.profile_data import build_request
+    from amid.tools.profiling import profile_dataset
 
     workspace = _png_enhancement_task(tmp_path / "task")
     contract = workspace.contract()

@@ -10,15 +10,15 @@ import nibabel as nib
 import numpy as np
 import pytest
 
-from server.errors import DataUnreadable
-from server.workspace import Workspace, init_workspace
+from amid.server.errors import DataUnreadable
+from amid.server.workspace import Workspace, init_workspace
+from amid.tools.scaffolds.nnunet_back import predictions_to_task
+from amid.tools.scaffolds.nnunet_dataset import NnunetLayout, contiguous_label_map, convert_task, write_splits
+from amid.tools.scaffolds.nnunet_steps import commands
+from amid.tools.scaffolds.pinning import PIN_FLAG, scaffold_digest
+from amid.tools.scaffolds.taskdata import TaskData
+from amid.tools.task.importers import import_task
 from tests.factories import native_task_dict, write_nifti
-from tools.scaffolds.nnunet_back import predictions_to_task
-from tools.scaffolds.nnunet_dataset import NnunetLayout, contiguous_label_map, convert_task, write_splits
-from tools.scaffolds.nnunet_steps import commands
-from tools.scaffolds.pinning import PIN_FLAG, scaffold_digest
-from tools.scaffolds.taskdata import TaskData
-from tools.task.importers import import_task
 
 
 def _layout(tmp_path: Path, task: TaskData) -> NnunetLayout:
@@ -131,7 +131,9 @@ def test_the_commands_name_every_nnunet_step_per_fold() -> None:
     names = [s.name for s in steps]
     assert names[:3] == ["convert", "plan_and_preprocess", "smoke_train_fold_0"]
     assert names[-3:] == ["package", "predict_test", "replay"]
-    replay = "{python} -m tools.scaffolds.nnunet replay --model {checkpoint} --folds {fold} --input-dir {input_dir}"
+    replay = (
+        "{python} -m amid.tools.scaffolds.nnunet replay --model {checkpoint} --folds {fold} --input-dir {input_dir}"
+    )
     assert steps[-1].argv == [*replay.split(), "--output-dir", "{output_dir}", PIN_FLAG, scaffold_digest("nnunet")]
     assert "inference_command" in steps[-1].note and "artifacts.checkpoint" in steps[-3].note
     assert not steps[-1].job and steps[-1].run_gpu_job is None

@@ -11,8 +11,10 @@ import nibabel as nib
 import numpy as np
 import pytest
 
-from server.reviewer.agreement import LABEL_AGREEMENT, label_agreement
-from server.workspace import Workspace
+from amid.server.reviewer.agreement import LABEL_AGREEMENT, label_agreement
+from amid.server.workspace import Workspace
+from amid.tools.scaffolds.nnunet_steps import DEFAULT_MODEL, commands
+from amid.tools.task.folds import LockedFolds
 from tests.tools.scaffolds.graded import (
     freeze_like_submit,
     grade_with_task_grader,
@@ -22,8 +24,6 @@ from tests.tools.scaffolds.graded import (
     submission_rows,
     worktree_of,
 )
-from tools.scaffolds.nnunet_steps import DEFAULT_MODEL, commands
-from tools.task.folds import LockedFolds
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from server.errors import Conflict, DataUnreadable
-from server.workspace import Workspace
-from tools.scaffolds.nnunet_dataset import CONVERSION_FILE, NnunetLayout, convert_task, read_conversion
-from tools.scaffolds.nnunet_model import package, replay
-from tools.scaffolds.taskdata import TaskData
+from amid.server.errors import Conflict, DataUnreadable
+from amid.server.workspace import Workspace
+from amid.tools.scaffolds.nnunet_dataset import CONVERSION_FILE, NnunetLayout, convert_task, read_conversion
+from amid.tools.scaffolds.nnunet_model import package, replay
+from amid.tools.scaffolds.taskdata import TaskData
 
 INFERENCE_FILES = ["amid_conversion.json", "dataset.json", "dataset_fingerprint.json", "fold_0/checkpoint_final.pth",
                    "plans.json"]  # fmt: skip

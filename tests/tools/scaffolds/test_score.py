@@ -11,8 +11,8 @@ from pathlib import Path
 import nibabel as nib
 import numpy as np
 
-from server.workspace import Workspace
-from tools.scaffolds.score import MODULE
+from amid.server.workspace import Workspace
+from amid.tools.scaffolds.score import MODULE
 
 LABELS = Path("public/train/labels")
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from server.errors import Conflict
-from server.reviewer.manifest import parse_manifest
-from tools.scaffolds.taskdata import manifest_beside, write_manifest
+from amid.server.errors import Conflict
+from amid.server.reviewer.manifest import parse_manifest
+from amid.tools.scaffolds.taskdata import manifest_beside, write_manifest
 
 
 def test_the_manifest_lies_beside_the_fold_folders_never_inside_one(tmp_path: Path) -> None:

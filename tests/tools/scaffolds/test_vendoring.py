@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from server.errors import Conflict
-from tools.scaffolds.nnunet_steps import commands
-from tools.scaffolds.pinning import PIN_CODE, PIN_FLAG
-from tools.scaffolds.vendoring import scaffold_in, vendor
+from amid.server.errors import Conflict
+from amid.tools.scaffolds.nnunet_steps import commands
+from amid.tools.scaffolds.pinning import PIN_CODE, PIN_FLAG
+from amid.tools.scaffolds.vendoring import scaffold_in, vendor
 
 REPLAY = commands(sys.executable, "demo-liver-lesion-ct", "3d_fullres", 1, gpus_here=0)[-1].argv
 AMID_MODULES = (
-    "import json, sys, tools.scaffolds.nnunet\n"
+    "import json, sys, amid.tools.scaffolds.nnunet\n"
     "print(json.dumps({m: getattr(sys.modules[m], '__file__', None) for m in sorted(sys.modules)"
-    " if m.split('.')[0] in ('tools', 'server', 'registry')}))"
+    " if m.split('.')[0] in ('amid', 'tools', 'server', 'registry')}))"
 )
 
 
@@ -31,13 +31,13 @@ def test_from_code_the_vendored_scaffold_runs_and_no_amid_module_comes_from_else
     code = tmp_path / "code"
     code.mkdir()
     written = vendor(REPLAY, code)
-    assert "tools/scaffolds/nnunet.py" in written and "server/errors.py" in written
+    assert "amid/tools/scaffolds/nnunet.py" in written and "amid/server/errors.py" in written
     assert not [f for f in written if "planning" in f]  # the replay imports no planning code
     done = subprocess.run([sys.executable, "-c", AMID_MODULES], cwd=code, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     files = json.loads(done.stdout)
     assert files and all(Path(f).resolve().is_relative_to(code.resolve()) for f in files.values() if f), files
-    usage = subprocess.run([sys.executable, "-m", "tools.scaffolds.nnunet", "replay", "--help"], cwd=code,
+    usage = subprocess.run([sys.executable, "-m", "amid.tools.scaffolds.nnunet", "replay", "--help"], cwd=code,
                            capture_output=True, text=True, timeout=120)  # fmt: skip
     assert usage.returncode == 0 and PIN_FLAG in usage.stdout
 
@@ -50,9 +50,9 @@ def test_a_command_pinned_to_other_scaffold_code_is_not_vendored(tmp_path: Path)
 
 
 def test_a_scaffold_file_the_commit_holds_is_kept_as_the_replay_ran_it(tmp_path: Path) -> None:
-    own = tmp_path / "tools/scaffolds/nnunet_model.py"
+    own = tmp_path / "amid/tools/scaffolds/nnunet_model.py"
     own.parent.mkdir(parents=True)
     own.write_text("# the agent's own model code\n", encoding="utf-8")
     written = vendor(REPLAY, tmp_path)
-    assert "tools/scaffolds/nnunet_model.py" not in written
+    assert "amid/tools/scaffolds/nnunet_model.py" not in written
     assert own.read_text(encoding="utf-8") == "# the agent's own model code\n"

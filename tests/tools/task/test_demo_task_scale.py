@@ -8,8 +8,8 @@ import nibabel as nib
 import numpy as np
 import pytest
 
-from server.errors import InvalidInput
-from tools.task.demo_task import make_demo_task
+from amid.server.errors import InvalidInput
+from amid.tools.task.demo_task import make_demo_task
 
 CASES = ("p000s0", "p003s1", "p007s0")
 

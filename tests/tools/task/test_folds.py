@@ -4,8 +4,8 @@ import random
 
 import pytest
 
-from server.errors import InvalidInput
-from tools.task.folds import make_folds
+from amid.server.errors import InvalidInput
+from amid.tools.task.folds import make_folds
 
 
 def _groups(seed: int) -> dict[str, str]:

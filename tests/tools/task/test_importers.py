@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from server.errors import InvalidInput
+from amid.server.errors import InvalidInput
+from amid.tools.task.contract import SourceRef, contract_hash, load_contract, write_contract
+from amid.tools.task.importers import import_task
 from tests.factories import make_native_task, make_nnunet_dataset, native_task_dict
-from tools.task.contract import SourceRef, contract_hash, load_contract, write_contract
-from tools.task.importers import import_task
 
 
 def test_rex_mle_challenge_imports_metrics_layout_grader_and_submission(demo_challenge: Path) -> None:

@@ -9,9 +9,9 @@ import pytest
 import yaml
 from PIL import Image
 
-from registry.loader import label_adapters
-from server.errors import DataUnreadable, InvalidInput
-from tools.task.label_adapters import ADAPTERS, convert
+from amid.registry.loader import label_adapters
+from amid.server.errors import DataUnreadable, InvalidInput
+from amid.tools.task.label_adapters import ADAPTERS, convert
 
 TISSUE = {"classes": {"stroma": 1, "tumor": 3}, "shape": [8, 10]}
 

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from server.errors import InvalidInput
-from server.workspace import Workspace, init_workspace
+from amid.server.errors import InvalidInput
+from amid.server.workspace import Workspace, init_workspace
+from amid.tools.task.fold_answers import write_fold_answers
+from amid.tools.task.importers import import_task
+from amid.tools.task.rexmle import infer_modality
 from tests.fixtures.mlebench import IDS, RANZCR_LABELS, SPECS, grader_python, make_competition
-from tools.task.fold_answers import write_fold_answers
-from tools.task.importers import import_task
-from tools.task.rexmle import infer_modality
 
 RUNNER = Path(__file__).resolve().parents[3] / "server" / "reviewer" / "grader_runner.py"
 TRIVIAL = {"aptos2019-blindness-detection": 0.0}  # kappa of one grade for all; every AUC of a constant is 0.5

@@ -14,12 +14,12 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from server.cli import main
-from server.errors import InvalidInput
-from server.workspace import init_workspace
+from amid.server.cli import main
+from amid.server.errors import InvalidInput
+from amid.server.workspace import init_workspace
+from amid.tools.task.cases import discover_cases
+from amid.tools.task.importers import import_task
 from tests.fixtures.rexmle import IDS, SPECS, grader_python, make_challenge
-from tools.task.cases import discover_cases
-from tools.task.importers import import_task
 
 EXPECTED = {  # id → (task type, primary metric, training cases)
     "dentex": ("detection", "ap_mean", 7),
@@ -268,7 +268,7 @@ def test_every_fixture_grader_scores_its_own_answers_perfect_and_refuses_a_missi
 
 
 def test_a_holdout_on_a_benchmark_import_is_refused_naming_the_option(tmp_path: Path) -> None:
-    from server.holdout_split import with_holdout_fraction
+    from amid.server.holdout_split import with_holdout_fraction
 
     folder, data = make_challenge(tmp_path, "isles22")
     contract = import_task(folder, data_dir=data).contract

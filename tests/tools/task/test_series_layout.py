@@ -9,15 +9,15 @@ from pathlib import Path, PurePosixPath
 import pytest
 import yaml
 
-from server.errors import InvalidInput
-from server.workspace import init_workspace
+from amid.server.errors import InvalidInput
+from amid.server.workspace import init_workspace
+from amid.tools.profile_data import build_request
+from amid.tools.profiling import profile_dataset
+from amid.tools.task.cases import discover_cases, template_folder
+from amid.tools.task.contract import DataLayout, load_contract
+from amid.tools.task.folds import LockedFolds
+from amid.tools.task.importers import import_task
 from tests.tools.profiling.real_files import JUMPING_CT, REGULAR_CT, copy_slices, series_files
-from tools.profile_data import build_request
-from tools.profiling import profile_dataset
-from tools.task.cases import discover_cases, template_folder
-from tools.task.contract import DataLayout, load_contract
-from tools.task.folds import LockedFolds
-from tools.task.importers import import_task
 
 CASES = {"case_a": REGULAR_CT, "case_b": JUMPING_CT, "case_c": REGULAR_CT, "case_d": JUMPING_CT}
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.demo_worker import MODEL_PY
+from amid.server.demo_worker import MODEL_PY
 
 FOLD = 0
 COMMIT_MESSAGE = "Threshold model, fold 0 (written and committed by the CLI)"
@@ -35,8 +35,8 @@ from pathlib import Path
 import nibabel as nib
 import numpy as np
 
-from server.reviewer.scoring import case_values, foreground_labels, mean_value, plan_metrics, summarize_all
-from tools.task.contract import load_contract
+from amid.tools.metrics.scoring import case_values, foreground_labels, mean_value, plan_metrics, summarize_all
+from amid.tools.task.contract import load_contract
 
 task_dir, fold, model_json, out = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], Path(sys.argv[4])
 cases = json.loads((task_dir / "folds.json").read_text(encoding="utf-8"))["folds"][fold]["val_cases"]

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from server.connect import ensure_worktree
-from server.local_client import call
-from server.workspace import Workspace
+from amid.server.connect import ensure_worktree
+from amid.server.local_client import call
+from amid.server.workspace import Workspace
 from tests.server.supervisor.workers.attempt_script import Mcp, Script, Shell, Step
 
 PROBE_FUNCTIONS = r"""

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from server.demo import DEMO_HOLDOUT_FRACTION, start_server, stop_server
-from server.holdout_split import with_holdout_fraction
-from server.supervisor.workers.pool import WorkerPool
-from server.workspace import init_workspace
+from amid.server.demo import DEMO_HOLDOUT_FRACTION, start_server, stop_server
+from amid.server.holdout_split import with_holdout_fraction
+from amid.server.supervisor.workers.pool import WorkerPool
+from amid.server.workspace import init_workspace
+from amid.tools.task.importers import import_task
 from tests.server.conftest import Running
-from tools.task.importers import import_task
 
 
 def wait_for(

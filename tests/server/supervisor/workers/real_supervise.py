@@ -18,11 +18,11 @@ from typing import Any
 
 import anyio
 
-from registry.loader import worker_backend
-from server.local_client import call as admin_call
-from server.mcp_client import call, connect
-from server.supervisor.workers.backend import session_id_in
-from server.workspace import Workspace
+from amid.registry.loader import worker_backend
+from amid.server.local_client import call as admin_call
+from amid.server.mcp_client import call, connect
+from amid.server.supervisor.workers.backend import session_id_in
+from amid.server.workspace import Workspace
 from tests.server.supervisor.workers import chat_endpoint, messages_endpoint, responses_endpoint
 from tests.server.supervisor.workers.scripted_endpoint import ScriptedEndpoint
 from tests.server.supervisor.workers.whole_attempt import npm_prefix, require_bwrap
@@ -115,7 +115,7 @@ def supervise(
 ) -> subprocess.Popen[bytes]:
     """`amid supervise --forever` with one sandboxed worker of the real CLI, reaching `endpoint` by the setting."""
     binary = binary_of(cli)
-    command = [sys.executable, "-m", "server.cli", "supervise", "-w", str(workspace.root), "--forever"]
+    command = [sys.executable, "-m", "amid", "supervise", "-w", str(workspace.root), "--forever"]
     command += ["--poll-s", "0.2", "--workers", "1", "--backend", cli.backend, "--npm-prefix", str(npm_prefix(binary))]
     command += ["--model-base-url", endpoint.url, "--model-api-key-env", KEY_ENV, "--model-name", "scripted-model"]
     command += [arg for pair in cli.worker_env for arg in ("--worker-env", pair)]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from server.supervisor.workers.backend import readable, reason_lines
+from amid.server.supervisor.workers.backend import readable, reason_lines
 
 CLAUDE_RESULT = json.dumps({
     "type": "result", "subtype": "success", "is_error": True, "api_error_status": 401,
@@ -41,8 +41,8 @@ def test_the_reason_keeps_the_last_distinct_messages_and_not_the_usage_noise_aft
 
 def test_a_clean_opencode_exit_whose_json_timestamps_hold_429_is_clean_and_a_real_429_is_a_usage_limit() -> None:
     """OpenCode's JSON events carry millisecond timestamps: 1796182429973 holds "429" and was read as a usage limit."""
-    from registry.loader import worker_backend
-    from server.supervisor.workers.backend import classify_exit
+    from amid.registry.loader import worker_backend
+    from amid.server.supervisor.workers.backend import classify_exit
 
     opencode = worker_backend("opencode")
     finished = json.dumps({"type": "step_finish", "timestamp": 1796182429973, "part": {"reason": "stop"}})

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from server.supervisor.workers.endpoint import KEY_ENV, endpoint_for
-from server.supervisor.workers.pool import WorkerPool
-from server.supervisor.workers.settings import WorkerSettings
+from amid.server.supervisor.workers.endpoint import KEY_ENV, endpoint_for
+from amid.server.supervisor.workers.pool import WorkerPool
+from amid.server.supervisor.workers.settings import WorkerSettings
 from tests.server.conftest import Running
 from tests.server.supervisor.workers.chat_endpoint import ChatEndpoint
 from tests.server.supervisor.workers.conftest import named, wait_for
@@ -46,7 +46,7 @@ def test_each_backend_gets_the_endpoint_in_its_own_terms_and_the_key_only_in_its
 
 
 def test_a_backend_without_a_custom_endpoint_refuses_the_setting_naming_it() -> None:
-    from server.errors import InvalidInput
+    from amid.server.errors import InvalidInput
 
     with pytest.raises(InvalidInput, match="model_base_url: backend cursor-agent takes no custom model endpoint"):
         endpoint_for("cursor-agent", "http://127.0.0.1:9/", None, None)

@@ -6,10 +6,10 @@ import json
 import sys
 from pathlib import Path
 
-from registry.loader import load_worker_backends, worker_backend
-from registry.schemas import WorkerBackend
-from server.supervisor.workers.pool import WorkerPool
-from server.supervisor.workers.settings import WorkerSettings
+from amid.registry.loader import load_worker_backends, worker_backend
+from amid.registry.schemas import WorkerBackend
+from amid.server.supervisor.workers.pool import WorkerPool
+from amid.server.supervisor.workers.settings import WorkerSettings
 from tests.server.conftest import Running
 from tests.server.supervisor.workers.conftest import named, wait_for
 
@@ -26,7 +26,7 @@ def _test_cli(name: str, code: str) -> WorkerBackend:
 
 
 def _transitions(running: Running, agent_id: str) -> list[tuple[str, str]]:
-    from server.local_client import call
+    from amid.server.local_client import call
 
     rows = call(
         running.workspace,
@@ -108,7 +108,7 @@ def test_a_stall_is_exempt_while_the_worker_made_a_recent_tool_call(running: Run
         assert pool._busy(worker) is False
         import anyio
 
-        from server.mcp_client import call, connect
+        from amid.server.mcp_client import call, connect
 
         async def touch() -> None:
             async with connect(running.url, worker.token) as client:
@@ -187,7 +187,7 @@ def test_stop_revokes_the_workers_tokens(running: Running) -> None:
     pool.start()
     token = pool.worker(pool.agents[0]).token
     pool.stop()
-    from server.local_client import call
+    from amid.server.local_client import call
 
     rows = call(
         running.workspace,

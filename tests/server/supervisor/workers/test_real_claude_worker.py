@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from server.supervisor.workers.pool import WorkerPool
-from server.supervisor.workers.settings import WorkerSettings
+from amid.server.supervisor.workers.pool import WorkerPool
+from amid.server.supervisor.workers.settings import WorkerSettings
 from tests.server.conftest import Running
 from tests.server.supervisor.workers.conftest import named, wait_for
 from tests.server.supervisor.workers.messages_endpoint import MessagesEndpoint
@@ -67,7 +67,7 @@ def test_claude_code_worker_calls_get_task_with_its_token_and_resumes_its_sessio
         finally:
             pool.stop()
     rows = running.workspace.root  # the agent's tool call is in the ledger, under its own id
-    from server.local_client import call
+    from amid.server.local_client import call
 
     calls = call(
         running.workspace,

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from server.supervisor.workers.settings import CONTINUE_PROMPT, STALL_PROMPT
-from server.workspace import Workspace
+from amid.server.supervisor.workers.settings import CONTINUE_PROMPT, STALL_PROMPT
+from amid.server.workspace import Workspace
 from tests.server.supervisor.cli_workers import running_as, serving, transitions, wait_for
 from tests.server.supervisor.workers.real_supervise import (
     CLIS,
@@ -138,7 +138,7 @@ def test_a_model_that_never_answers_trips_the_stall_watchdog_and_the_real_cli_is
 
 
 def _status(workspace: Workspace) -> str:
-    command = [sys.executable, "-m", "server.cli", "status", "-w", str(workspace.root)]
+    command = [sys.executable, "-m", "amid", "status", "-w", str(workspace.root)]
     return subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
 
 

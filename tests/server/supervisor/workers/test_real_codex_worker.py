@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from registry.loader import worker_backend
-from registry.schemas import WorkerBackend
-from server.local_client import call
-from server.supervisor.workers.pool import WorkerPool
-from server.supervisor.workers.settings import WorkerSettings
+from amid.registry.loader import worker_backend
+from amid.registry.schemas import WorkerBackend
+from amid.server.local_client import call
+from amid.server.supervisor.workers.pool import WorkerPool
+from amid.server.supervisor.workers.settings import WorkerSettings
 from tests.server.conftest import Running
 from tests.server.supervisor.workers.conftest import named, wait_for
 from tests.server.supervisor.workers.responses_endpoint import ResponsesEndpoint, text_of

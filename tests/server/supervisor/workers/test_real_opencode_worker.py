@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from server.local_client import call
-from server.supervisor.workers.pool import WorkerPool
-from server.supervisor.workers.settings import WorkerSettings
+from amid.server.local_client import call
+from amid.server.supervisor.workers.pool import WorkerPool
+from amid.server.supervisor.workers.settings import WorkerSettings
 from tests.server.conftest import Running
 from tests.server.supervisor.workers.chat_endpoint import ChatEndpoint, content_text
 from tests.server.supervisor.workers.conftest import named, wait_for

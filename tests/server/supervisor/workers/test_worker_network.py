@@ -26,16 +26,16 @@ import pytest
 from click.testing import CliRunner
 from pydantic import ValidationError
 
-from registry.loader import worker_backend
-from registry.schemas import WorkerBackend
-from server import sandbox
-from server.cli import main
-from server.errors import InvalidInput
-from server.local_client import call as admin_call
-from server.supervisor.workers.endpoint import model_targets
-from server.supervisor.workers.pool import WorkerPool
-from server.supervisor.workers.settings import WorkerSettings
-from server.worker_network import PREFIX, NetworkBridge, Target, allowlist, parse_target, sweep_stale
+from amid.registry.loader import worker_backend
+from amid.registry.schemas import WorkerBackend
+from amid.server import sandbox
+from amid.server.cli import main
+from amid.server.errors import InvalidInput
+from amid.server.local_client import call as admin_call
+from amid.server.supervisor.workers.endpoint import model_targets
+from amid.server.supervisor.workers.pool import WorkerPool
+from amid.server.supervisor.workers.settings import WorkerSettings
+from amid.server.worker_network import PREFIX, NetworkBridge, Target, allowlist, parse_target, sweep_stale
 from tests.server.conftest import Running
 from tests.server.supervisor.workers.conftest import named, wait_for
 

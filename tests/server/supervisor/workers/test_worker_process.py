@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from registry.loader import worker_backend
-from server.supervisor.workers.process import WorkerProcess
+from amid.registry.loader import worker_backend
+from amid.server.supervisor.workers.process import WorkerProcess
 
 LEADER_AND_DEAF_CHILD = """
 import os, signal, sys, time

@@ -14,15 +14,15 @@ from typing import Any
 import git
 import pytest
 
-from registry.loader import worker_backend
-from registry.schemas import WorkerBackend
-from server import sandbox
-from server.connect import ensure_worktree
-from server.local_client import call as admin_call
-from server.supervisor.workers.install import cli_install
-from server.supervisor.workers.pool import WorkerPool
-from server.supervisor.workers.settings import WorkerSettings
-from server.workspace import Workspace
+from amid.registry.loader import worker_backend
+from amid.registry.schemas import WorkerBackend
+from amid.server import sandbox
+from amid.server.connect import ensure_worktree
+from amid.server.local_client import call as admin_call
+from amid.server.supervisor.workers.install import cli_install
+from amid.server.supervisor.workers.pool import WorkerPool
+from amid.server.supervisor.workers.settings import WorkerSettings
+from amid.server.workspace import Workspace
 from tests.server.conftest import Running
 from tests.server.supervisor.workers.conftest import named, wait_for
 

@@ -15,11 +15,11 @@ from typing import Any, Literal
 
 import pytest
 
-from registry.schemas import WorkerBackend
-from server import sandbox
-from server.local_client import call
-from server.supervisor.workers.pool import Worker, WorkerPool
-from server.supervisor.workers.settings import WorkerSettings
+from amid.registry.schemas import WorkerBackend
+from amid.server import sandbox
+from amid.server.local_client import call
+from amid.server.supervisor.workers.pool import Worker, WorkerPool
+from amid.server.supervisor.workers.settings import WorkerSettings
 from tests.server.conftest import Running
 from tests.server.supervisor.workers import cheat_probe
 from tests.server.supervisor.workers.attempt_script import COMMIT_MESSAGE, MODEL_PY, VALIDATE_PY, whole_attempt

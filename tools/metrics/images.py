@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from server.errors import DataUnreadable
+from amid.server.errors import DataUnreadable
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from tools.metrics import METRICS, MetricConvention, MetricSpec, MetricSummary, summarize
-from tools.task.contract import MetricDef, TaskContract
+from amid.tools.metrics import METRICS, MetricConvention, MetricSpec, MetricSummary, summarize
+from amid.tools.task.contract import MetricDef, TaskContract
 
 LABEL_MAP_METRICS = frozenset({"dice_micro", "instance_f1", "centroid_f1"})
 RULE_WORDS = {"best": "best", "worst": "worst", "nan": "nan", "cap": "worst", "max": "worst", "inf": "worst"}

@@ -1,0 +1,5 @@
+"""`python -m amid …` is the `amid` command."""
+
+from amid.server.cli import main
+
+main()
