@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from amid import PACKAGE_ROOT
 from amid.server.errors import Conflict, InvalidInput, NotFound
 from amid.server.holdout_split import split_holdout
 from amid.server.ledger import Ledger, utcnow
@@ -25,7 +26,7 @@ from amid.tools.task.contract import TaskContract, load_contract, write_contract
 from amid.tools.task.folds import LockedFolds, make_folds
 from amid.tools.task.importers import ImportedTask
 
-SKILLS_SOURCE = Path(__file__).resolve().parent.parent / "skills"
+SKILLS_SOURCE = PACKAGE_ROOT / "amid" / "skills"  # a link to the top-level skills/ in a checkout
 
 
 @dataclass(frozen=True)
@@ -254,8 +255,9 @@ PUBLIC_TEXT = frozenset({".yaml", ".yml", ".md", ".txt", ".json", ".csv", ".tsv"
 
 
 def _seed_skills(ws: Workspace) -> None:
-    if SKILLS_SOURCE.is_dir():
-        shutil.copytree(SKILLS_SOURCE, ws.memory_dir / "skills", dirs_exist_ok=True)
+    if not SKILLS_SOURCE.is_dir():  # a run without its skills would leave the agents without the conventions
+        raise NotFound(f"skills: {SKILLS_SOURCE} is missing from this installation of amid; reinstall it")
+    shutil.copytree(SKILLS_SOURCE, ws.memory_dir / "skills", dirs_exist_ok=True)
 
 
 REPO_README = """# Attempts repository of run {task_id}

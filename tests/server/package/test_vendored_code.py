@@ -32,19 +32,19 @@ def _package_with_vendored_code(workspace: Workspace, tmp_path: Path) -> tuple[P
 def test_code_holding_the_commit_and_the_listed_scaffold_files_passes(workspace: Workspace, tmp_path: Path) -> None:
     package, manifest = _package_with_vendored_code(workspace, tmp_path)
     vendored = manifest["vendored_scaffold"]
-    assert isinstance(vendored, dict) and "code/tools/scaffolds/nnunet.py" in vendored["files"]
+    assert isinstance(vendored, dict) and "code/amid/tools/scaffolds/nnunet.py" in vendored["files"]
     check = code_check(package, manifest, workspace)
     assert check.status == "passed", check.detail
 
 
 def test_a_file_added_to_code_beside_the_scaffold_still_fails(workspace: Workspace, tmp_path: Path) -> None:
     package, manifest = _package_with_vendored_code(workspace, tmp_path)
-    (package / "code/tools/scaffolds/lookup.py").write_text("ANSWERS = {}\n", encoding="utf-8")
+    (package / "code/amid/tools/scaffolds/lookup.py").write_text("ANSWERS = {}\n", encoding="utf-8")
     check = code_check(package, manifest, workspace)
-    assert check.status == "failed" and check.files == ["code/tools/scaffolds/lookup.py"]
+    assert check.status == "failed" and check.files == ["code/amid/tools/scaffolds/lookup.py"]
 
 
 def test_a_manifest_without_the_vendored_list_excuses_nothing(workspace: Workspace, tmp_path: Path) -> None:
     package, manifest = _package_with_vendored_code(workspace, tmp_path)
     check = code_check(package, {"commit": manifest["commit"]}, workspace)
-    assert check.status == "failed" and "code/tools/scaffolds/nnunet.py" in check.files
+    assert check.status == "failed" and "code/amid/tools/scaffolds/nnunet.py" in check.files
