@@ -88,11 +88,21 @@ def main(argv: list[str] | None = None) -> int:
     passed = "; ".join(f"{b}: {t['passed']}/{t['total']}" for b, t in totals.items())
     print(f"\n{passed}{' (strict)' if args.strict else ''}; MLE-bench not covered: {', '.join(sorted(NOT_COVERED))}")
     left_out = [name for name, given in (("rex-mle", args.rexmle), ("mle-bench", args.mlebench)) if given is None]
-    commits = {"rex-mle": rexmle_head(args.rexmle) if args.rexmle else None,
-               "mle-bench": head(args.mlebench) if args.mlebench else None}  # fmt: skip
-    write_result("conformance_strict" if args.strict else "conformance",
-                 {"strict": args.strict, "totals": totals, "rows": rows, "left_out": left_out,
-                  "checkout_commits": commits, "mlebench_not_covered": NOT_COVERED})  # fmt: skip
+    commits = {
+        "rex-mle": rexmle_head(args.rexmle) if args.rexmle else None,
+        "mle-bench": head(args.mlebench) if args.mlebench else None,
+    }
+    write_result(
+        "conformance_strict" if args.strict else "conformance",
+        {
+            "strict": args.strict,
+            "totals": totals,
+            "rows": rows,
+            "left_out": left_out,
+            "checkout_commits": commits,
+            "mlebench_not_covered": NOT_COVERED,
+        },
+    )
     return 0 if rows and all(r["ok"] for r in rows) else 1
 
 

@@ -82,8 +82,13 @@ def _groups(*sides: dict[str, float]) -> dict[str, str]:
 def _old_gate() -> ModuleType | None:
     """The gate before issue 21, from git history (None outside a git checkout)."""
     root = Path(__file__).resolve().parent.parent
-    shown = subprocess.run(["git", "show", f"{BEFORE_COMMIT}:server/reviewer/holdout_gate.py"], cwd=root,
-                           capture_output=True, text=True, check=False)  # fmt: skip
+    shown = subprocess.run(
+        ["git", "show", f"{BEFORE_COMMIT}:server/reviewer/holdout_gate.py"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if shown.returncode != 0:
         return None
     path = Path(tempfile.mkdtemp()) / "old_holdout_gate.py"
@@ -120,13 +125,17 @@ def _cell(name: str, n_v: int, n_h: int, seeds: int, old: ModuleType | None) -> 
             lifts[label].append(float(abs(np.mean(list(cheat.values())) - np.mean(list(validation.values()))) / spread))
             caught[label] += _rejected(gap_test(cheat, holdout, groups=_groups(cheat, holdout), **options))
     cell: dict[str, Any] = {
-        "distribution": name, "validation_patients": n_v, "holdout_patients": n_h, "scans_per_patient": SCANS,
-        "seeds": seeds, "false_rejection": honest_new / seeds,
+        "distribution": name,
+        "validation_patients": n_v,
+        "holdout_patients": n_h,
+        "scans_per_patient": SCANS,
+        "seeds": seeds,
+        "false_rejection": honest_new / seeds,
         "false_rejection_before": honest_old / seeds if old is not None else None,
         "false_acceptance": {label: 1 - caught[label] / seeds for label in COPIES},
         "cheat_effect_sd": {label: round(float(np.mean(v)), 3) for label, v in lifts.items()},
         "predicted_power": {k: round(detection_power(n_v, n_h, float(np.mean(v))), 3) for k, v in lifts.items()},
-    }  # fmt: skip
+    }
     return cell
 
 
@@ -151,8 +160,10 @@ def main() -> None:
     print(f"alpha {ALPHA}: false rejection ≤ {max(honest):.4f} (before: {max(before) if before else '-'}); {path}")
     for c in cells:
         fa = ", ".join(f"{k} {v:.2f}" for k, v in c["false_acceptance"].items())
-        print(f"{c['distribution']:>13} {c['validation_patients']:>2}+{c['holdout_patients']:<2} "
-              f"FR {c['false_rejection']:.3f} (before {c['false_rejection_before']}) FA copied: {fa}")  # fmt: skip
+        print(
+            f"{c['distribution']:>13} {c['validation_patients']:>2}+{c['holdout_patients']:<2} "
+            f"FR {c['false_rejection']:.3f} (before {c['false_rejection_before']}) FA copied: {fa}"
+        )
 
 
 if __name__ == "__main__":

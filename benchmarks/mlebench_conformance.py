@@ -57,8 +57,9 @@ KINDS = ("perfect", "broken", "missing", "trivial")
 
 
 def grader_python(checkout: Path) -> str:
-    done = subprocess.run(["bash", str(HERE / "mlebench" / "grader_env.sh"), str(checkout)], capture_output=True,
-                          text=True, check=True)  # fmt: skip
+    done = subprocess.run(
+        ["bash", str(HERE / "mlebench" / "grader_env.sh"), str(checkout)], capture_output=True, text=True, check=True
+    )
     return done.stdout.strip().splitlines()[-1]
 
 
@@ -123,9 +124,15 @@ def run_competition(
 
 def judge(row: dict[str, Any], strict: bool) -> dict[str, Any]:
     """`ok`: the loop's checks (and, when strict, no `strict_failures`), in the shape of the ReX-MLE rows."""
-    row["ok"] = bool(row.get("imported") and row.get("perfect") == "accepted" and row.get("grader_used")
-                     and row.get("broken_invalid") and row.get("trivial") == "rejected"
-                     and row.get("harness_perfect_valid") and row.get("harness_broken_valid") is False)  # fmt: skip
+    row["ok"] = bool(
+        row.get("imported")
+        and row.get("perfect") == "accepted"
+        and row.get("grader_used")
+        and row.get("broken_invalid")
+        and row.get("trivial") == "rejected"
+        and row.get("harness_perfect_valid")
+        and row.get("harness_broken_valid") is False
+    )
     if strict:
         row["strict_failures"] = strict_failures(row)
         row["ok"] = row["ok"] and not row["strict_failures"]
@@ -194,9 +201,13 @@ async def _review(client: Any, attempt: dict[str, Any], lane: str) -> dict[str, 
 
 
 def run_mlebench(
-    checkout: Path, strict: bool = False, only: list[str] | None = None, work: Path | None = None, seed: int = 0,
+    checkout: Path,
+    strict: bool = False,
+    only: list[str] | None = None,
+    work: Path | None = None,
+    seed: int = 0,
     echo: bool = True,
-) -> list[dict[str, Any]]:  # fmt: skip
+) -> list[dict[str, Any]]:
     """Every covered competition (or `only`), one row each with `ok` (and `strict_failures` when strict)."""
     work = work or Path(tempfile.mkdtemp(prefix="amid-mlebench-"))
     checkout, work = checkout.resolve(), work.resolve()
@@ -205,8 +216,14 @@ def run_mlebench(
     rows = []
     for competition_id in only or list(COVERED):
         if competition_id not in COVERED:
-            rows.append({"competition": competition_id, "benchmark": "mle-bench", "ok": False,
-                         "error": f"not covered: {NOT_COVERED.get(competition_id, 'no raw-data writer')}"})  # fmt: skip
+            rows.append(
+                {
+                    "competition": competition_id,
+                    "benchmark": "mle-bench",
+                    "ok": False,
+                    "error": f"not covered: {NOT_COVERED.get(competition_id, 'no raw-data writer')}",
+                }
+            )
         else:
             rows.append(run_competition(checkout, python, work, competition_id, seed, strict))
         if echo:
@@ -215,14 +232,26 @@ def run_mlebench(
 
 
 def print_row(row: dict[str, Any]) -> None:
-    fields = ("imported", "task_type", "primary", "perfect", "grader_used", "broken_invalid", "missing_invalid",
-              "trivial", "fold_scores_equal")  # fmt: skip
+    fields = (
+        "imported",
+        "task_type",
+        "primary",
+        "perfect",
+        "grader_used",
+        "broken_invalid",
+        "missing_invalid",
+        "trivial",
+        "fold_scores_equal",
+    )
     cells = " | ".join(f"{row.get(k, '-')}" for k in fields)
     status = "PASS" if row.get("ok") else "FAIL"
     codes = ",".join(row.get("perfect_codes") or []) + " / " + ",".join(row.get("trivial_codes") or [])
     why = "; ".join(row.get("strict_failures") or [])
-    print(f"{status} {row['competition']:<44} {cells} | {row.get('seconds', '-')} s | {codes} "
-          f"{row.get('error', '')} {why}", flush=True)  # fmt: skip
+    print(
+        f"{status} {row['competition']:<44} {cells} | {row.get('seconds', '-')} s | {codes} "
+        f"{row.get('error', '')} {why}",
+        flush=True,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -237,12 +266,23 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give --mlebench CHECKOUT or set MLEBENCH_DIR")
     rows = run_mlebench(args.mlebench, args.strict, args.only, args.work, args.seed)
     passed = sum(bool(r.get("ok")) for r in rows)
-    print(f"\n{passed}/{len(rows)} competitions pass{' strictly' if args.strict else ''}; not covered: "
-          f"{', '.join(sorted(NOT_COVERED))}")  # fmt: skip
+    print(
+        f"\n{passed}/{len(rows)} competitions pass{' strictly' if args.strict else ''}; not covered: "
+        f"{', '.join(sorted(NOT_COVERED))}"
+    )
     if not args.only:
         name = "mlebench_conformance_strict" if args.strict else "mlebench_conformance"
-        write_result(name, {"checkout_commit": head(args.mlebench), "strict": args.strict, "passed": passed,
-                            "total": len(rows), "competitions": rows, "not_covered": NOT_COVERED})  # fmt: skip
+        write_result(
+            name,
+            {
+                "checkout_commit": head(args.mlebench),
+                "strict": args.strict,
+                "passed": passed,
+                "total": len(rows),
+                "competitions": rows,
+                "not_covered": NOT_COVERED,
+            },
+        )
     return 0 if passed == len(rows) else 1
 
 

@@ -96,8 +96,9 @@ def challenge_ids(checkout: Path) -> list[str]:
 
 
 def grader_python(checkout: Path) -> str:
-    done = subprocess.run(["bash", str(HERE / "rexmle" / "grader_env.sh"), str(checkout)], capture_output=True,
-                          text=True, check=True)  # fmt: skip
+    done = subprocess.run(
+        ["bash", str(HERE / "rexmle" / "grader_env.sh"), str(checkout)], capture_output=True, text=True, check=True
+    )
     return done.stdout.strip().splitlines()[-1]
 
 
@@ -106,8 +107,12 @@ def prepare(python: str, data: Path, challenge_id: str, seed: int) -> None:
     shutil.rmtree(data / challenge_id, ignore_errors=True)
     raw.mkdir(parents=True)
     WRITERS[challenge_id](raw, seed)
-    subprocess.run([python, str(HERE / "rexmle" / "harness.py"), "prepare", str(data), challenge_id],
-                   check=True, capture_output=True, text=True)  # fmt: skip
+    subprocess.run(
+        [python, str(HERE / "rexmle" / "harness.py"), "prepare", str(data), challenge_id],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
 
 
 def amid(*args: str) -> str:
@@ -136,8 +141,13 @@ def run_challenge(
     except Exception as exc:  # one challenge's failure is a row of the table, not the end of the run
         row["error"] = _describe(exc)[:600]
     row["seconds"] = round(time.monotonic() - started, 1)
-    row["ok"] = bool(row.get("imported") and row.get("perfect") == "accepted" and row.get("grader_used")
-                     and row.get("broken_invalid") and row.get("trivial") == "rejected")  # fmt: skip
+    row["ok"] = bool(
+        row.get("imported")
+        and row.get("perfect") == "accepted"
+        and row.get("grader_used")
+        and row.get("broken_invalid")
+        and row.get("trivial") == "rejected"
+    )
     if strict:
         row["strict_failures"] = strict_failures(row)
         row["ok"] = row["ok"] and not row["strict_failures"]
@@ -214,9 +224,16 @@ async def _agent(
 
 
 async def _attempt(
-    client: Any, workspace: Workspace, worktree: Path, prepared: Path, challenge_id: str, python: str, lane: str,
-    val_cases: list[str], kind: str,
-) -> dict[str, Any]:  # fmt: skip
+    client: Any,
+    workspace: Workspace,
+    worktree: Path,
+    prepared: Path,
+    challenge_id: str,
+    python: str,
+    lane: str,
+    val_cases: list[str],
+    kind: str,
+) -> dict[str, Any]:
     base = worktree / "attempts" / kind
     shutil.rmtree(base, ignore_errors=True)
     fold_dir, test_dir = base / "fold0", base / "submission"
@@ -239,13 +256,25 @@ async def _attempt(
     commit = _commit(worktree, ["memorised.py"], f"{kind} attempt")
     scores = _own_scores(workspace, python, fold_dir, val_cases)
     rel = base.relative_to(worktree)
-    attempt = await call(client, "submit_attempt", {
-        "commit": commit, "folds": [0], "declared_scores": {"0": scores}, "lane_id": lane, "budget_class": "smoke",
-        "artifacts": {"predictions": {"0": f"{rel}/fold0"}, "submission": f"{rel}/submission",
-                      "checkpoint": f"{rel}/checkpoint.zip", "training_manifest": f"{rel}/manifest.json",
-                      "logs": [f"{rel}/train.log"]},
-        "inference_command": ["{python}", "memorised.py", "{checkpoint}", "{case_ids}", "{output_dir}"],
-    })  # fmt: skip
+    attempt = await call(
+        client,
+        "submit_attempt",
+        {
+            "commit": commit,
+            "folds": [0],
+            "declared_scores": {"0": scores},
+            "lane_id": lane,
+            "budget_class": "smoke",
+            "artifacts": {
+                "predictions": {"0": f"{rel}/fold0"},
+                "submission": f"{rel}/submission",
+                "checkpoint": f"{rel}/checkpoint.zip",
+                "training_manifest": f"{rel}/manifest.json",
+                "logs": [f"{rel}/train.log"],
+            },
+            "inference_command": ["{python}", "memorised.py", "{checkpoint}", "{case_ids}", "{output_dir}"],
+        },
+    )
     review = await call(client, "request_review", {"attempt_id": attempt["attempt_id"]})
     verdict = await call(client, "get_review", {"review_id": review["review_id"], "wait_s": 50})
     while verdict["status"] in ("queued", "running"):
@@ -347,8 +376,17 @@ def _own_scores(workspace: Workspace, python: str, fold_dir: Path, cases: list[s
     assert grader is not None
     with tempfile.TemporaryDirectory(prefix="amid-own-") as tmp:
         answers = write_fold_answers(workspace.task_dir, contract, cases, Path(tmp))
-        argv = [python, str(RUNNER), str(workspace.private_dir / grader.file), grader.function,
-                str(fold_dir / "submission.csv"), str(fold_dir), str(answers), tmp, "scores"]  # fmt: skip
+        argv = [
+            python,
+            str(RUNNER),
+            str(workspace.private_dir / grader.file),
+            grader.function,
+            str(fold_dir / "submission.csv"),
+            str(fold_dir),
+            str(answers),
+            tmp,
+            "scores",
+        ]
         done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     verdict = json.loads(done.stdout.strip().splitlines()[-1])
     metrics = verdict.get("metrics") or {}
@@ -373,9 +411,13 @@ def _check_state(workspace: Workspace, verdict: dict[str, Any], code: str) -> st
 
 
 def run_rexmle(
-    checkout: Path, strict: bool = False, only: list[str] | None = None, work: Path | None = None, seed: int = 0,
+    checkout: Path,
+    strict: bool = False,
+    only: list[str] | None = None,
+    work: Path | None = None,
+    seed: int = 0,
     echo: bool = True,
-) -> list[dict[str, Any]]:  # fmt: skip
+) -> list[dict[str, Any]]:
     """One row per challenge of the checkout (or `only` those); `strict` adds the checks of
     `strict_failures`. Each row has `ok`, and `strict_failures` when strict."""
     checkout = checkout.resolve()
@@ -397,20 +439,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", default=None, help="challenge ids (default: all)")
     parser.add_argument("--work", type=Path, default=None, help="work folder (default: a temp folder)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--strict", action="store_true", help="also: sane profile, missing test case invalid, "
-                        "trivial baseline scored (rexmle_conformance_strict.json)")  # fmt: skip
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="also: sane profile, missing test case invalid, trivial baseline scored (rexmle_conformance_strict.json)",
+    )
     args = parser.parse_args(argv)
     if args.rexmle is None:
         parser.error("give --rexmle CHECKOUT or set REXMLE_DIR")
     checkout = args.rexmle.resolve()
     rows = run_rexmle(checkout, args.strict, args.only, args.work, args.seed)
     passed = sum(r["ok"] for r in rows)
-    print(f"\n{passed}/{len(rows)} challenges: imported unchanged, perfect accepted with the real grade_fn, "
-          f"broken SUBMISSION_INVALID, trivial rejected{STRICT_SUMMARY if args.strict else ''}")  # fmt: skip
+    print(
+        f"\n{passed}/{len(rows)} challenges: imported unchanged, perfect accepted with the real grade_fn, "
+        f"broken SUBMISSION_INVALID, trivial rejected{STRICT_SUMMARY if args.strict else ''}"
+    )
     name = "rexmle_conformance_strict" if args.strict else "rexmle_conformance"
     if not args.only:
-        write_result(name, {"checkout_commit": _head(checkout), "strict": args.strict, "passed": passed,
-                            "total": len(rows), "challenges": rows})  # fmt: skip
+        write_result(
+            name,
+            {
+                "checkout_commit": _head(checkout),
+                "strict": args.strict,
+                "passed": passed,
+                "total": len(rows),
+                "challenges": rows,
+            },
+        )
     return 0 if passed == len(rows) else 1
 
 
@@ -429,8 +484,10 @@ def _print_row(row: dict[str, Any]) -> None:
     codes = ",".join(row.get("perfect_codes") or []) + " / " + ",".join(row.get("trivial_codes") or [])
     status = "PASS" if row["ok"] else "FAIL"
     why = "; ".join(row.get("strict_failures") or [])
-    print(f"{status} {row['challenge']:<22} {cells} | {row['seconds']} s | {codes} {row.get('error', '')} {why}",
-          flush=True)  # fmt: skip
+    print(
+        f"{status} {row['challenge']:<22} {cells} | {row['seconds']} s | {codes} {row.get('error', '')} {why}",
+        flush=True,
+    )
 
 
 def _head(checkout: Path) -> str | None:

@@ -113,8 +113,11 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="amid-before-") as scratch:
         old_tree = Path(scratch) / "tree"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(old_tree), args.before],
-                       check=True, capture_output=True)  # fmt: skip
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(old_tree), args.before],
+            check=True,
+            capture_output=True,
+        )
         try:
             before = _measure(old_tree, args.query_rows)
         finally:

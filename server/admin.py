@@ -96,8 +96,13 @@ def retire_agent(ledger: Ledger, name: str) -> dict[str, Any]:
     held = ledger.db.fetchall("SELECT DISTINCT lane_id FROM claims WHERE agent_id = ? AND released_at IS NULL", [name])
     released = sorted(str(row["lane_id"]) for row in held if ledger.lanes.release(row["lane_id"], name, now))
     for lane_id in released:
-        ledger.activity.log("lane_released", agent_id=None, subject_type="lane", subject_id=lane_id,
-                            payload={"agent_id": name, "reason": "worker retired"})  # fmt: skip
+        ledger.activity.log(
+            "lane_released",
+            agent_id=None,
+            subject_type="lane",
+            subject_id=lane_id,
+            payload={"agent_id": name, "reason": "worker retired"},
+        )
     live = ledger.db.scalar("SELECT count(*) FROM tokens WHERE agent_id = ? AND revoked_at IS NULL", [name])
     revoked = token_revoke(ledger, name)["revoked"] if live else 0
     return {"agent_id": name, "released": released, "revoked": revoked}

@@ -79,9 +79,14 @@ def make_demo_task(directory: Path, seed: int) -> None:
 )
 @_friendly
 def init(
-    task: Path, workspace: Path, link: bool, data_dir: Path | None, grader_python: Path | None,
-    primary_metric: str | None, holdout_fraction: float | None,
-) -> None:  # fmt: skip
+    task: Path,
+    workspace: Path,
+    link: bool,
+    data_dir: Path | None,
+    grader_python: Path | None,
+    primary_metric: str | None,
+    holdout_fraction: float | None,
+) -> None:
     """Create a workspace from TASK: a task.yaml, a ReX-MLE / MLE-bench challenge folder (with
     --data-dir), an nnU-Net raw dataset or a Medical Segmentation Decathlon task folder."""
     from amid.server.workspace import check_target, init_workspace
@@ -135,22 +140,34 @@ def _profile_now(ws: Any) -> None:
 @click.option("--stdio", is_flag=True, help="serve one local agent over stdio instead of HTTP")
 @click.option("--agent", default=None, help="the agent name for --stdio")
 @click.option(
-    "--replay-sandbox", type=click.Choice(["bwrap", "none"]), default=None,
+    "--replay-sandbox",
+    type=click.Choice(["bwrap", "none"]),
+    default=None,
     help="replay isolation [bwrap: required, no bubblewrap, no server]; none: unconfined (AMID_REPLAY_SANDBOX)",
-)  # fmt: skip
+)
 @click.option(
-    "--job-sandbox", type=click.Choice(["bwrap", "none"]), default=None,
+    "--job-sandbox",
+    type=click.Choice(["bwrap", "none"]),
+    default=None,
     help="run_gpu_job isolation [bwrap: required, no bubblewrap, no job]; none: unconfined (AMID_JOB_SANDBOX)",
-)  # fmt: skip
+)
 @click.option(
-    "--job-network", type=click.Choice(["none", "host"]), default=None,
+    "--job-network",
+    type=click.Choice(["none", "host"]),
+    default=None,
     help="a sandboxed job's network [none]; host: the host's (AMID_JOB_NETWORK)",
-)  # fmt: skip
+)
 @_friendly
 def serve(
-    workspace: Path, host: str | None, port: int | None, stdio: bool, agent: str | None, replay_sandbox: str | None,
-    job_sandbox: str | None, job_network: str | None,
-) -> None:  # fmt: skip
+    workspace: Path,
+    host: str | None,
+    port: int | None,
+    stdio: bool,
+    agent: str | None,
+    replay_sandbox: str | None,
+    job_sandbox: str | None,
+    job_network: str | None,
+) -> None:
     """Serve the workspace to agents over Streamable HTTP (or --stdio for one local agent)."""
     from amid.server.serve import serve_http, serve_stdio
     from amid.server.settings import settings_from

@@ -87,9 +87,24 @@ def start_supervisor(workspace: Path) -> tuple[subprocess.Popen[bytes], Path]:
     """`amid supervise -w --workers 3 --backend scripted` as its own process (output in .amid/supervise.log):
     it starts the three managed scripted workers, each in its sandbox, and runs the run to its end."""
     log_path = workspace / ".amid" / "supervise.log"
-    command = [sys.executable, "-m", "amid", "supervise", "-w", str(workspace), "--poll-s", "1",
-               "--max-s", str(MAX_S), "--workers", str(N_WORKERS), "--backend", "scripted",
-               "--worker-env", f"AMID_SCRIPTED_CHEAT={CHEATER}"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "amid",
+        "supervise",
+        "-w",
+        str(workspace),
+        "--poll-s",
+        "1",
+        "--max-s",
+        str(MAX_S),
+        "--workers",
+        str(N_WORKERS),
+        "--backend",
+        "scripted",
+        "--worker-env",
+        f"AMID_SCRIPTED_CHEAT={CHEATER}",
+    ]
     with log_path.open("ab") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     return process, log_path
@@ -206,6 +221,9 @@ def _print_next_steps(workspace: Workspace) -> None:
     amid, where = amid_command(), workspace.root
     activate = f" (or `source {Path(amid).parent}/activate`, then plain amid)" if amid.endswith("/amid") else ""
     console.print(f"next, as printed{activate}:", soft_wrap=True, highlight=False)
-    for line in (f'{amid} sql "SELECT * FROM v_stage_transitions" -w {where}', f"{amid} status -w {where}",
-                 f"{amid} dashboard -w {where}   # a one-time login link to the live page"):  # fmt: skip
+    for line in (
+        f'{amid} sql "SELECT * FROM v_stage_transitions" -w {where}',
+        f"{amid} status -w {where}",
+        f"{amid} dashboard -w {where}   # a one-time login link to the live page",
+    ):
         console.print(f"  {escape(line)}", soft_wrap=True, highlight=False)

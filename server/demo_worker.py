@@ -233,8 +233,9 @@ class ScriptedWorker:
         worktree, fold, python, task_dir = self.worktree, self.plan.fold, sys.executable, self.task_dir
         (worktree / "threshold_model.py").write_text(MODEL_PY, encoding="utf-8")
         folds_json = str(task_dir / "folds.json")
-        trained = await self.job([python, "threshold_model.py", "train", str(task_dir), folds_json, str(fold),
-                                  "outputs"])  # fmt: skip
+        trained = await self.job(
+            [python, "threshold_model.py", "train", str(task_dir), folds_json, str(fold), "outputs"]
+        )
         (worktree / "outputs/train.log").write_text(trained["stdout_tail"] + trained["stderr_tail"], encoding="utf-8")
         val_cases = list(self.task["folds"][fold]["val_cases"])
         test_cases = sorted(p.name[: -len("_0000.nii.gz")] for p in (task_dir / "public/test/images").iterdir())
@@ -252,16 +253,32 @@ class ScriptedWorker:
 
     async def submit(self, commit: str, label: str) -> dict[str, Any]:
         fold = str(self.plan.fold)
-        return await self.call("submit_attempt", {
-            "commit": commit, "folds": [self.plan.fold], "declared_scores": {fold: self.plan.scores},
-            "lane_id": self.plan.lane_id, "budget_class": "real",
-            "idempotency_key": f"{self.plan.agent_id}:{label}",
-            "artifacts": {"predictions": {fold: f"outputs/fold{fold}"}, "submission": "outputs/submission",
-                          "training_manifest": "outputs/manifest.json", "checkpoint": "outputs/model.json",
-                          "logs": ["outputs/train.log"]},
-            "inference_command": ["{python}", "threshold_model.py", "predict", "{checkpoint}",
-                                  "{input_dir}", "{output_dir}"],
-        })  # fmt: skip
+        return await self.call(
+            "submit_attempt",
+            {
+                "commit": commit,
+                "folds": [self.plan.fold],
+                "declared_scores": {fold: self.plan.scores},
+                "lane_id": self.plan.lane_id,
+                "budget_class": "real",
+                "idempotency_key": f"{self.plan.agent_id}:{label}",
+                "artifacts": {
+                    "predictions": {fold: f"outputs/fold{fold}"},
+                    "submission": "outputs/submission",
+                    "training_manifest": "outputs/manifest.json",
+                    "checkpoint": "outputs/model.json",
+                    "logs": ["outputs/train.log"],
+                },
+                "inference_command": [
+                    "{python}",
+                    "threshold_model.py",
+                    "predict",
+                    "{checkpoint}",
+                    "{input_dir}",
+                    "{output_dir}",
+                ],
+            },
+        )
 
     async def attempt(self, commit: str, label: str) -> dict[str, Any]:
         """Submit (once: the step is recorded) and wait for the review (requesting it again is a no-op)."""
@@ -288,8 +305,11 @@ class ScriptedWorker:
                 commit = str(self.plan.steps["attempt 1 submitted"]["commit"])
             else:
                 val_cases = await self.train_and_predict()
-                commit = _commit(self.worktree, ["threshold_model.py", "outputs/model.json"],
-                                 f"Threshold model, fold {self.plan.fold}")  # fmt: skip
+                commit = _commit(
+                    self.worktree,
+                    ["threshold_model.py", "outputs/model.json"],
+                    f"Threshold model, fold {self.plan.fold}",
+                )
                 folder = self.worktree / f"outputs/fold{self.plan.fold}"
                 self.plan.scores = _own_scores(self.task_dir, folder, val_cases)
                 self.done("declared", ", ".join(f"{k}={v:.3f}" for k, v in self.plan.scores.items()))
@@ -323,13 +343,19 @@ class ScriptedWorker:
 
     async def _act_on(self, prompt: str) -> None:
         if "Plateau on lane" in prompt and "focus note" not in self.plan.steps:
-            note = await self.call("post_note", {
-                "kind": "focus", "title": "Plateau: change the model, not the commit", "body": "Next: a learned model.",
-                "lane_id": self.plan.lane_id, "focus": "replace thresholds by a small learned model",
-                "evidence": self.plan.steps.get("attempt 1") or "my reviewed attempts on this lane",
-                "remaining_budget": "what the stage leaves",
-                "abandon_condition": "no verified gain after two attempts",
-            })  # fmt: skip
+            note = await self.call(
+                "post_note",
+                {
+                    "kind": "focus",
+                    "title": "Plateau: change the model, not the commit",
+                    "body": "Next: a learned model.",
+                    "lane_id": self.plan.lane_id,
+                    "focus": "replace thresholds by a small learned model",
+                    "evidence": self.plan.steps.get("attempt 1") or "my reviewed attempts on this lane",
+                    "remaining_budget": "what the stage leaves",
+                    "abandon_condition": "no verified gain after two attempts",
+                },
+            )
             self.done("focus note", f"note {note['note_id']} after the plateau heartbeat")
         elif _works_a_promoted_lane(prompt) and self.plan.resubmit and "attempt 3" not in self.plan.steps:
             await self.again("attempt 3")
@@ -362,9 +388,13 @@ def _works_a_promoted_lane(prompt: str) -> bool:
 
 
 async def run_worker(
-    client: Client, plan: WorkerPlan, *, prompt: str | None = None, follow_s: float = 0.0,
+    client: Client,
+    plan: WorkerPlan,
+    *,
+    prompt: str | None = None,
+    follow_s: float = 0.0,
     save: Callable[[WorkerPlan], None] | None = None,
-) -> WorkerPlan:  # fmt: skip
+) -> WorkerPlan:
     """One session of a scripted worker: finish its first attempt cycle if it has not, answer the prompts
     it was resumed with, resubmit once if its plan says so, then (with follow_s) follow the run,
     answering heartbeats, until it is done. Every step is recorded once done, so a session interrupted

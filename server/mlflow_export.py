@@ -27,8 +27,12 @@ from amid.server.ledger.readonly import MAX_LIMIT
 from amid.server.workspace import Workspace
 
 RUN_STATUS = {"pending": "RUNNING", "in_review": "RUNNING", "withdrawn": "KILLED"}  # others: FINISHED
-METRIC_PREFIX = {("agent", "fold"): "declared", ("reviewer", "fold"): "verified",
-                 ("reviewer", "holdout"): "holdout", ("reviewer", "test"): "test"}  # fmt: skip
+METRIC_PREFIX = {
+    ("agent", "fold"): "declared",
+    ("reviewer", "fold"): "verified",
+    ("reviewer", "holdout"): "holdout",
+    ("reviewer", "test"): "test",
+}
 MAX_PARAM_CHARS = 6000  # MLflow's limit on a param value
 
 _ATTEMPTS = (
@@ -53,11 +57,14 @@ _ARTIFACTS = (
 def export_mlflow(workspace: Workspace, folder: Path) -> dict[str, Any]:
     """Write the run's attempts as MLflow runs into `folder`; the experiment and the runs made."""
     client = _client(folder)
-    task_id = str(_rows(workspace, "SELECT json_extract_string(value, '$') AS v FROM run_state WHERE key = 'task_id'")
-                  [0]["v"])  # fmt: skip
+    task_id = str(
+        _rows(workspace, "SELECT json_extract_string(value, '$') AS v FROM run_state WHERE key = 'task_id'")[0]["v"]
+    )
     experiment_id = _experiment(client, f"amid/{task_id}", folder)
-    known = {run.data.tags["amid.attempt_id"]: run.info.run_id
-             for run in client.search_runs([experiment_id], max_results=50_000)}  # fmt: skip
+    known = {
+        run.data.tags["amid.attempt_id"]: run.info.run_id
+        for run in client.search_runs([experiment_id], max_results=50_000)
+    }
     metrics = _grouped(_rows(workspace, _METRICS))
     artifacts = _grouped(_rows(workspace, _ARTIFACTS))
     created = []
@@ -69,8 +76,12 @@ def export_mlflow(workspace: Workspace, folder: Path) -> dict[str, Any]:
             continue
         known[attempt_id] = _new_run(client, experiment_id, attempt, tags, metrics[attempt_id], artifacts[attempt_id])
         created.append(attempt_id)
-    return {"tracking_uri": _tracking_uri(folder), "experiment_id": experiment_id, "runs_created": created,
-            "runs": len(known)}  # fmt: skip
+    return {
+        "tracking_uri": _tracking_uri(folder),
+        "experiment_id": experiment_id,
+        "runs_created": created,
+        "runs": len(known),
+    }
 
 
 def _client(folder: Path) -> Any:
@@ -112,12 +123,19 @@ def _grouped(rows: list[dict[str, Any]]) -> defaultdict[str, list[dict[str, Any]
 
 def _tags(attempt: dict[str, Any], task_id: str, known: dict[str, str]) -> dict[str, str]:
     tags = {
-        "mlflow.runName": attempt["attempt_id"], "mlflow.source.git.commit": attempt["commit_sha"],
-        "mlflow.source.type": "JOB", "amid.task_id": task_id, "amid.attempt_id": attempt["attempt_id"],
-        "agent": attempt["agent_id"], "lane": attempt["lane_id"] or "", "status": attempt["status"],
-        "budget_class": attempt["budget_class"], "verdict": attempt["verdict"] or "",
-        "revoked_codes": attempt["revoked_codes"] or "", "mlflow.note.content": attempt["summary"] or "",
-    }  # fmt: skip
+        "mlflow.runName": attempt["attempt_id"],
+        "mlflow.source.git.commit": attempt["commit_sha"],
+        "mlflow.source.type": "JOB",
+        "amid.task_id": task_id,
+        "amid.attempt_id": attempt["attempt_id"],
+        "agent": attempt["agent_id"],
+        "lane": attempt["lane_id"] or "",
+        "status": attempt["status"],
+        "budget_class": attempt["budget_class"],
+        "verdict": attempt["verdict"] or "",
+        "revoked_codes": attempt["revoked_codes"] or "",
+        "mlflow.note.content": attempt["summary"] or "",
+    }
     parent = attempt["parent_attempt_id"]
     if parent and parent in known:
         tags["mlflow.parentRunId"] = known[parent]
@@ -136,9 +154,13 @@ def _new_run(
 
     run = client.create_run(experiment_id, start_time=_ms(attempt["created_at"]), tags=tags)
     run_id = str(run.info.run_id)
-    params = {"folds": attempt["folds"], "parent_attempt_id": attempt["parent_attempt_id"] or "",
-              "inference_command": attempt["inference_command"] or "", "claims": attempt["claims"] or "[]",
-              "manifest_path": attempt["manifest_path"] or ""}  # fmt: skip
+    params = {
+        "folds": attempt["folds"],
+        "parent_attempt_id": attempt["parent_attempt_id"] or "",
+        "inference_command": attempt["inference_command"] or "",
+        "claims": attempt["claims"] or "[]",
+        "manifest_path": attempt["manifest_path"] or "",
+    }
     client.log_batch(run_id, params=[Param(key, str(value)[:MAX_PARAM_CHARS]) for key, value in params.items()])
     metrics = _metrics(metric_rows)
     for start in range(0, len(metrics), 1000):  # MLflow takes at most 1000 metrics per batch

@@ -73,8 +73,13 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
     """`amid demo` run once per session, as the README runs it (a real subprocess). Read-only: tests
     that change the run copy `demo_run.root` first (with symlinks=True)."""
     root = tmp_path_factory.mktemp("demo") / "run"
-    demo = subprocess.Popen([sys.executable, "-m", "amid", "demo", "-w", str(root)], text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "amid", "demo", "-w", str(root)],
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     try:  # under the test's 300 s limit, so that a demo that does not finish says where it stood
         stdout, stderr = demo.communicate(timeout=DEMO_LIMIT_S)
     except subprocess.TimeoutExpired:

@@ -26,8 +26,11 @@ def _layer_modules() -> list[set[str]]:
 def test_lint_imports_keeps_the_layer_contract() -> None:
     done = subprocess.run(
         [sys.executable, "-c", "from importlinter.cli import lint_imports_command; lint_imports_command()"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "1 kept, 0 broken" in done.stdout
 

@@ -103,9 +103,14 @@ def submit_attempt(
 
 
 def _record(
-    ctx: ToolContext, request: SubmitAttemptInput, sha: str, declared: Declared, store: ArtifactStore,
-    folder: Path, progress: Progress | None,
-) -> tuple[str, bool]:  # fmt: skip
+    ctx: ToolContext,
+    request: SubmitAttemptInput,
+    sha: str,
+    declared: Declared,
+    store: ArtifactStore,
+    folder: Path,
+    progress: Progress | None,
+) -> tuple[str, bool]:
     ws, agent = ctx.workspace, ctx.caller.agent_id
     frozen = _freeze(store, folder, declared, progress)
     import_commit(
@@ -116,11 +121,19 @@ def _record(
         for (role, fold, f), z in zip(declared, frozen, strict=True)
     ]
     new = NewAttempt(
-        agent_id=agent, lane_id=request.lane_id, commit_sha=sha, folds=sorted(request.folds),
-        budget_class=request.budget_class, parent_attempt_id=request.parent_attempt_id,
-        inference_command=request.inference_command, idempotency_key=request.idempotency_key,
-        summary=request.summary, claims=request.claims_improvement, artifacts=rows, declared=request.declared_scores,
-    )  # fmt: skip
+        agent_id=agent,
+        lane_id=request.lane_id,
+        commit_sha=sha,
+        folds=sorted(request.folds),
+        budget_class=request.budget_class,
+        parent_attempt_id=request.parent_attempt_id,
+        inference_command=request.inference_command,
+        idempotency_key=request.idempotency_key,
+        summary=request.summary,
+        claims=request.claims_improvement,
+        artifacts=rows,
+        declared=request.declared_scores,
+    )
 
     def finish(attempt_id: str) -> str:
         pin_commit(ws.commit_store, sha, attempt_id)
@@ -204,11 +217,23 @@ def _freeze(store: ArtifactStore, folder: Path, declared: Declared, progress: Pr
 
 def _manifest(attempt_id: str, new: NewAttempt) -> dict[str, object]:
     return {
-        "attempt_id": attempt_id, "agent_id": new.agent_id, "commit": new.commit_sha, "folds": new.folds,
-        "files": [{"role": a.role, "fold": a.fold, "member": a.member, "declared_path": a.declared_path,
-                   "sha256": a.sha256, "size_bytes": a.size_bytes, "frozen_path": a.frozen_path}
-                  for a in new.artifacts],
-    }  # fmt: skip
+        "attempt_id": attempt_id,
+        "agent_id": new.agent_id,
+        "commit": new.commit_sha,
+        "folds": new.folds,
+        "files": [
+            {
+                "role": a.role,
+                "fold": a.fold,
+                "member": a.member,
+                "declared_path": a.declared_path,
+                "sha256": a.sha256,
+                "size_bytes": a.size_bytes,
+                "frozen_path": a.frozen_path,
+            }
+            for a in new.artifacts
+        ],
+    }
 
 
 def _warnings(ctx: ToolContext, request: SubmitAttemptInput) -> list[str]:
@@ -225,9 +250,12 @@ def _result(ctx: ToolContext, attempt_id: str, warnings: list[str]) -> SubmitAtt
     attempt = ctx.ledger.attempts.get(attempt_id)
     files = ctx.ledger.attempts.artifacts(attempt_id)
     return SubmitAttemptResult(
-        attempt_id=attempt_id, status=attempt["status"], commit=attempt["commit_sha"], n_files=len(files),
+        attempt_id=attempt_id,
+        status=attempt["status"],
+        commit=attempt["commit_sha"],
+        n_files=len(files),
         warnings=warnings,
-    )  # fmt: skip
+    )
 
 
 class WithdrawInput(BaseModel):
@@ -246,13 +274,23 @@ def withdraw_attempt(ctx: ToolContext, request: WithdrawInput) -> WithdrawResult
 
 
 SUBMIT = ToolSpec(
-    "submit_attempt", "Submit an attempt", SubmitAttemptInput, SubmitAttemptResult, submit_attempt,
-    roles=WORKERS, wants_progress=True,
-)  # fmt: skip
+    "submit_attempt",
+    "Submit an attempt",
+    SubmitAttemptInput,
+    SubmitAttemptResult,
+    submit_attempt,
+    roles=WORKERS,
+    wants_progress=True,
+)
 WITHDRAW = ToolSpec(
-    "withdraw_attempt", "Withdraw an attempt", WithdrawInput, WithdrawResult, withdraw_attempt,
-    roles=WORKERS, destructive=True,
-)  # fmt: skip
+    "withdraw_attempt",
+    "Withdraw an attempt",
+    WithdrawInput,
+    WithdrawResult,
+    withdraw_attempt,
+    roles=WORKERS,
+    destructive=True,
+)
 TOOLS = [SUBMIT, WITHDRAW]
 
 

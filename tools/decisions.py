@@ -36,9 +36,12 @@ def set_stage(ctx: ToolContext, request: SetStageInput) -> SetStageResult:
     )
     if changed:
         ctx.ledger.activity.log(
-            "stage_changed", agent_id=ctx.caller.agent_id, subject_type="stage", subject_id=request.to_stage,
+            "stage_changed",
+            agent_id=ctx.caller.agent_id,
+            subject_type="stage",
+            subject_id=request.to_stage,
             payload={"from": request.from_stage, "reason": request.reason},
-        )  # fmt: skip
+        )
     return SetStageResult(stage=request.to_stage, changed=changed)
 
 
@@ -101,9 +104,11 @@ def choose_final(ctx: ToolContext, request: ChooseFinalInput) -> ChooseFinalResu
     known = ctx.ledger.supervision.final_choice()
     if known is not None:
         return ChooseFinalResult(
-            choice_id=known["choice_id"], attempt_id=known["attempt_id"], created=False,
+            choice_id=known["choice_id"],
+            attempt_id=known["attempt_id"],
+            created=False,
             package_path=known["package_path"],
-        )  # fmt: skip
+        )
     row = _eligible(ctx, request.attempt_id)
     builder = ctx.services.build_package
     package = builder(ctx, request.attempt_id) if builder else None
@@ -126,12 +131,22 @@ def _eligible(ctx: ToolContext, attempt_id: str) -> dict[str, Any]:
 
 SET_STAGE = ToolSpec("set_stage", "Set the stage", SetStageInput, SetStageResult, set_stage, roles=SUPERVISOR)
 SET_LANE = ToolSpec(
-    "set_lane_state", "Set a lane's state", SetLaneInput, SetLaneResult, set_lane_state, roles=SUPERVISOR,
+    "set_lane_state",
+    "Set a lane's state",
+    SetLaneInput,
+    SetLaneResult,
+    set_lane_state,
+    roles=SUPERVISOR,
     idempotent=True,
-)  # fmt: skip
+)
 AUDIT = ToolSpec("audit_evidence", "Re-audit evidence", AuditInput, AuditResult, audit_evidence, roles=SUPERVISOR)
 CHOOSE_FINAL = ToolSpec(
-    "choose_final", "Choose the final attempt", ChooseFinalInput, ChooseFinalResult, choose_final,
-    roles=SUPERVISOR, idempotent=True,
-)  # fmt: skip
+    "choose_final",
+    "Choose the final attempt",
+    ChooseFinalInput,
+    ChooseFinalResult,
+    choose_final,
+    roles=SUPERVISOR,
+    idempotent=True,
+)
 TOOLS = [SET_STAGE, SET_LANE, AUDIT, CHOOSE_FINAL]

@@ -96,6 +96,11 @@ def query_fm_registry(ctx: ToolContext, request: QueryFmInput) -> QueryFmResult:
 
 
 TOOL = ToolSpec(
-    "query_fm_registry", "Model registry", QueryFmInput, QueryFmResult, query_fm_registry,
-    roles=ALL_ROLES, read_only=True,
-)  # fmt: skip
+    "query_fm_registry",
+    "Model registry",
+    QueryFmInput,
+    QueryFmResult,
+    query_fm_registry,
+    roles=ALL_ROLES,
+    read_only=True,
+)

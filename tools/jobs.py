@@ -98,9 +98,15 @@ def run_gpu_job(ctx: ToolContext, request: RunJobInput) -> StartedJob:
     cwd = confine(ctx.workspace, ctx.caller.agent_id, request.cwd, "cwd")
     tags = {k: v for k, v in (("lane", request.lane_id), ("attempt", request.attempt_id)) if v}
     spec = JobSpec.create(
-        command=request.command, cwd=str(cwd), gpus=request.gpus, min_free_gpu_mb=request.min_free_gpu_mb,
-        cpus=request.cpus, time_limit_s=request.time_limit_s, env=request.env, tags=tags,
-    )  # fmt: skip
+        command=request.command,
+        cwd=str(cwd),
+        gpus=request.gpus,
+        min_free_gpu_mb=request.min_free_gpu_mb,
+        cpus=request.cpus,
+        time_limit_s=request.time_limit_s,
+        env=request.env,
+        tags=tags,
+    )
     scheduler, receipt = runtime.scheduler(ctx.services), receipt_for(RUN_GPU_JOB, ctx, request)
     if receipt is None:
         return StartedJob(**_view(ctx, scheduler.submit(ctx.caller.agent_id, spec)).model_dump())
@@ -173,16 +179,25 @@ def _int(value: float | None) -> int | None:
 def _row_view(row: dict[str, Any]) -> JobView:
     """A job as the ledger mirrors it (server/jobs/spec.py: ledger_row; the sandbox is a tag there)."""
     return JobView(
-        job_id=row["job_id"], status=row["status"], backend=row["backend"], gpu_uuids=list(row["gpu_uuids"] or []),
-        exit_code=row["exit_code"], wall_s=row["wall_s"], peak_gpu_mem_mb=_int(row["peak_gpu_mem_mb"]),
-        reason=row["reason"], sandbox=(row["tags"] or {}).get("sandbox", "none"), stdout_tail="", stderr_tail="",
+        job_id=row["job_id"],
+        status=row["status"],
+        backend=row["backend"],
+        gpu_uuids=list(row["gpu_uuids"] or []),
+        exit_code=row["exit_code"],
+        wall_s=row["wall_s"],
+        peak_gpu_mem_mb=_int(row["peak_gpu_mem_mb"]),
+        reason=row["reason"],
+        sandbox=(row["tags"] or {}).get("sandbox", "none"),
+        stdout_tail="",
+        stderr_tail="",
         log_dir=f"jobs/{row['job_id']}",
-    )  # fmt: skip
+    )
 
 
 RUN = ToolSpec(RUN_GPU_JOB, "Run a job", RunJobInput, StartedJob, run_gpu_job, roles=WORKERS, keyed=True)
-GET = ToolSpec("get_job", "Get a job", GetJobInput, JobView, get_job, roles=ALL_ROLES, read_only=True,
-               wants_progress=True)  # fmt: skip
+GET = ToolSpec(
+    "get_job", "Get a job", GetJobInput, JobView, get_job, roles=ALL_ROLES, read_only=True, wants_progress=True
+)
 CANCEL = ToolSpec("cancel_job", "Cancel a job", JobRef, JobView, cancel_job, roles=WORKERS, destructive=True)
 LIST = ToolSpec("list_jobs", "List jobs", ListJobsInput, JobList, list_jobs, roles=ALL_ROLES, read_only=True)
 TOOLS = [RUN, GET, CANCEL, LIST]

@@ -99,9 +99,12 @@ def claim_lane(ctx: ToolContext, request: ClaimLaneInput) -> ClaimLaneResult:
         max_claimants=ctx.settings.max_claimants,
     )
     ctx.ledger.activity.log(
-        "lane_claimed", agent_id=ctx.caller.agent_id, subject_type="lane", subject_id=request.lane_id,
+        "lane_claimed",
+        agent_id=ctx.caller.agent_id,
+        subject_type="lane",
+        subject_id=request.lane_id,
         payload={"renewed": outcome.renewed, "released": outcome.released},
-    )  # fmt: skip
+    )
     path = ctx.workspace.root / _plan().lane_file(ctx, request.lane_id)
     return ClaimLaneResult(
         lane_id=request.lane_id,
@@ -135,8 +138,10 @@ def _tried(history: dict[str, list[dict[str, Any]]], me: str) -> list[str]:
         summary = f": {a['summary']}" if a["summary"] else ""
         lines.append(f"attempt {a['attempt_id']} by {a['agent_id']} ({a['status']}{score}){summary}")
     # a note's title is another agent's text: served as data, in the untrusted-content frame
-    lines += [f"note {n['note_id']} by {n['agent_id']} ({n['kind']}; {AGENT_TRUST}): {frame(n['title'])}"
-              for n in history["notes"]]  # fmt: skip
+    lines += [
+        f"note {n['note_id']} by {n['agent_id']} ({n['kind']}; {AGENT_TRUST}): {frame(n['title'])}"
+        for n in history["notes"]
+    ]
     lines += [
         f"claimed by {c['agent_id']} {_iso(c['claimed_at'])} until {_iso(c['released_at'])}"
         for c in history["claims"]

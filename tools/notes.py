@@ -94,9 +94,15 @@ def post_note(ctx: ToolContext, request: PostNoteInput) -> PostNoteResult:
         return {"note_id": note_id, "path": ctx.workspace.relative(_note_path(ctx, note_id, request.title))}
 
     note_id = ctx.ledger.notes.add(
-        ctx.caller.agent_id, request.kind, request.lane_id, request.title, request.body, data,
-        receipt=receipt_for(POST_NOTE, ctx, request), result_of=result_of,
-    )  # fmt: skip
+        ctx.caller.agent_id,
+        request.kind,
+        request.lane_id,
+        request.title,
+        request.body,
+        data,
+        receipt=receipt_for(POST_NOTE, ctx, request),
+        result_of=result_of,
+    )
     path = _note_path(ctx, note_id, request.title)
     lane = f" · lane {request.lane_id}" if request.lane_id else ""
     header = f"_{request.kind} by {ctx.caller.agent_id}{lane}; {AGENT_TRUST}_\n\n"
@@ -134,9 +140,12 @@ def read_notes(ctx: ToolContext, request: ReadNotesInput) -> ReadNotesResult:
     if request.agent_id and ctx.ledger.identities.role_of(request.agent_id) is None:
         raise not_found("agent_id", request.agent_id, "an agent of the run (authors appear in read_notes)")
     rows = ctx.ledger.notes.list(
-        lane_id=request.lane_id, kind=request.kind, agent_id=request.agent_id,
-        before_id=request.before_id, limit=request.limit + 1,
-    )  # fmt: skip
+        lane_id=request.lane_id,
+        kind=request.kind,
+        agent_id=request.agent_id,
+        before_id=request.before_id,
+        limit=request.limit + 1,
+    )
     page = rows[: request.limit]
     refs = {r["note_id"]: _refs(r) for r in page}
     found = ctx.ledger.notes.cited({ref for named in refs.values() for ref in named})
@@ -165,9 +174,14 @@ def _cited(ref: str, found: tuple[str, str] | None) -> CitedAttempt:
 def _view(row: dict[str, Any], cites: list[CitedAttempt]) -> NoteView:
     text = _text(row["title"], row["body"], json.loads(row["data"] or "{}"))
     return NoteView(
-        note_id=row["note_id"], kind=row["kind"], lane_id=row["lane_id"], author=row["agent_id"],
-        created_at=row["created_at"].isoformat(), cites=cites, content=frame(text),
-    )  # fmt: skip
+        note_id=row["note_id"],
+        kind=row["kind"],
+        lane_id=row["lane_id"],
+        author=row["agent_id"],
+        created_at=row["created_at"].isoformat(),
+        cites=cites,
+        content=frame(text),
+    )
 
 
 POST_NOTE = "post_note"

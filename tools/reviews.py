@@ -175,8 +175,10 @@ class LeaderboardRow(BaseModel):
     verified_score: float
     score_se: float | None = Field(description="standard error of verified_score from its per-case scores")
     tries: int = Field(description="attempts the same agent had scored on the same lane")
-    ranked_by: float = Field(description="the bound ranked on: verified_score less z·score_se (plus, if lower "
-                             "is better), z widened for the tries (Bonferroni at 5 %)")  # fmt: skip
+    ranked_by: float = Field(
+        description="the bound ranked on: verified_score less z·score_se (plus, if lower "
+        "is better), z widened for the tries (Bonferroni at 5 %)"
+    )
     n_folds: int
 
 
@@ -216,9 +218,15 @@ REQUEST = ToolSpec(
     "request_review", "Request a review", RequestReviewInput, ReviewQueued, request_review, roles=WORKERS
 )
 GET = ToolSpec(
-    "get_review", "Get a review", GetReviewInput, ReviewView, get_review, roles=ALL_ROLES, read_only=True,
+    "get_review",
+    "Get a review",
+    GetReviewInput,
+    ReviewView,
+    get_review,
+    roles=ALL_ROLES,
+    read_only=True,
     wants_progress=True,
-)  # fmt: skip
+)
 LEADERBOARD = ToolSpec(
     "leaderboard", "Leaderboard", LeaderboardInput, Leaderboard, leaderboard, roles=ALL_ROLES, read_only=True
 )

@@ -82,18 +82,32 @@ def _read_file(path: Path, *, seeded: bool) -> FileSkill:
     name = match.group("name") if match else path.parent.name
     description = match.group("description") if match else "(no description)"
     if seeded:
-        info = SkillInfo(name=name, description=description, author=SEED_AUTHOR, version=1, origin="seeded",
-                         trust=SEEDED_TRUST)  # fmt: skip
+        info = SkillInfo(
+            name=name, description=description, author=SEED_AUTHOR, version=1, origin="seeded", trust=SEEDED_TRUST
+        )
         return FileSkill(info, text, None)
     author = line.group(1) if line else UNKNOWN_AUTHOR
-    info = SkillInfo(name=path.parent.name, description=frame(description), author=author, version=1,
-                     origin="agent", trust=AGENT_TRUST)  # fmt: skip
+    info = SkillInfo(
+        name=path.parent.name,
+        description=frame(description),
+        author=author,
+        version=1,
+        origin="agent",
+        trust=AGENT_TRUST,
+    )
     return FileSkill(info, frame(text), line.group(1) if line else None)
 
 
 def _info(row: SkillVersion) -> SkillInfo:
-    return SkillInfo(name=row.name, description=frame(row.description), author=row.author, version=row.version,
-                     origin="agent", trust=AGENT_TRUST, created_at=row.created_at.isoformat())  # fmt: skip
+    return SkillInfo(
+        name=row.name,
+        description=frame(row.description),
+        author=row.author,
+        version=row.version,
+        origin="agent",
+        trust=AGENT_TRUST,
+        created_at=row.created_at.isoformat(),
+    )
 
 
 class ListSkillsInput(BaseModel):
@@ -184,10 +198,13 @@ def save_skill(ctx: ToolContext, request: SaveSkillInput) -> SaveSkillResult:
         raise invalid("description", request.description, "one line saying when to read the skill")
     _check_not_file_skill(ctx, request.name)
     new = NewSkillVersion(
-        name=request.name, name_key=name_key(request.name), author=ctx.caller.agent_id,
-        description=request.description.strip(), idempotency_key=request.idempotency_key,
+        name=request.name,
+        name_key=name_key(request.name),
+        author=ctx.caller.agent_id,
+        description=request.description.strip(),
+        idempotency_key=request.idempotency_key,
         content={field: _digest(getattr(request, field)) for field in ("name", "description", "body")},
-    )  # fmt: skip
+    )
     files = VersionFiles(ctx, request)
     try:
         row, created = ctx.ledger.skills.add(new, files.write)
@@ -195,8 +212,13 @@ def save_skill(ctx: ToolContext, request: SaveSkillInput) -> SaveSkillResult:
         files.undo()
         raise
     if created:
-        ctx.ledger.activity.log("skill_saved", agent_id=row.author, subject_type="skill", subject_id=row.name,
-                                payload={"version": row.version, "sha256": row.sha256})  # fmt: skip
+        ctx.ledger.activity.log(
+            "skill_saved",
+            agent_id=row.author,
+            subject_type="skill",
+            subject_id=row.name,
+            payload={"version": row.version, "sha256": row.sha256},
+        )
     skill_md = ctx.workspace.relative(_skills_dir(ctx) / row.name / "SKILL.md")
     return SaveSkillResult(name=row.name, version=row.version, path=skill_md, created=created)
 
@@ -207,8 +229,9 @@ def _check_not_file_skill(ctx: ToolContext, name: str) -> None:
     for seed in seeded_skills():
         if name_key(seed) == key:
             shadow = "is" if seed == name else f"is too close to {seed!r},"
-            raise Conflict(f"name: {name!r} {shadow} a seeded skill and is not yours; choose a distinct name",
-                           field="name")  # fmt: skip
+            raise Conflict(
+                f"name: {name!r} {shadow} a seeded skill and is not yours; choose a distinct name", field="name"
+            )
     saved = ctx.ledger.skills.all_latest()
     for path in sorted(_skills_dir(ctx).glob("*/SKILL.md")):
         folder = path.parent.name
@@ -218,8 +241,10 @@ def _check_not_file_skill(ctx: ToolContext, name: str) -> None:
         if folder == name and found.author_line == ctx.caller.agent_id:
             continue  # the caller's own skill from before versions: its next save is version 1
         shadow = "is" if folder == name else f"is too close to {folder!r},"
-        raise Conflict(f"name: {name!r} {shadow} a skill of {found.info.author} and is not yours; "
-                       "choose a distinct name", field="name")  # fmt: skip
+        raise Conflict(
+            f"name: {name!r} {shadow} a skill of {found.info.author} and is not yours; choose a distinct name",
+            field="name",
+        )
 
 
 class VersionFiles:
@@ -275,8 +300,9 @@ class VersionFiles:
                     folder.rmdir()
 
 
-LIST = ToolSpec("list_skills", "List skills", ListSkillsInput, ListSkillsResult, list_skills, roles=ALL_ROLES,
-                read_only=True)  # fmt: skip
+LIST = ToolSpec(
+    "list_skills", "List skills", ListSkillsInput, ListSkillsResult, list_skills, roles=ALL_ROLES, read_only=True
+)
 GET = ToolSpec("get_skill", "Get a skill", GetSkillInput, GetSkillResult, get_skill, roles=ALL_ROLES, read_only=True)
 SAVE = ToolSpec("save_skill", "Save a skill", SaveSkillInput, SaveSkillResult, save_skill, roles=WORKERS)
 TOOLS = [LIST, GET, SAVE]

@@ -82,9 +82,14 @@ def _test_submission(prepared: Path, workspace: Workspace, into: Path, kind: str
 
 
 def write_attempt(
-    workspace: Workspace, worktree: Path, data: Path, competition_id: str, python: str, val_cases: list[str],
+    workspace: Workspace,
+    worktree: Path,
+    data: Path,
+    competition_id: str,
+    python: str,
+    val_cases: list[str],
     kind: str,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """Fold-0 predictions, a test submission, checkpoint, manifest and log of one attempt, committed;
     returns the submit_attempt arguments and where the files are. The declared fold score is the
     agent's own: MLE-bench's grader on the fold's answers."""
@@ -107,13 +112,19 @@ def write_attempt(
     commit = _commit(worktree, ["memorised.py"], f"{kind} attempt")
     rel = base.relative_to(worktree)
     submit = {
-        "commit": commit, "folds": [0], "budget_class": "smoke",
+        "commit": commit,
+        "folds": [0],
+        "budget_class": "smoke",
         "declared_scores": {"0": {workspace.contract().primary_metric: own if own is not None else 0.0}},
-        "artifacts": {"predictions": {"0": f"{rel}/fold0"}, "submission": f"{rel}/submission",
-                      "checkpoint": f"{rel}/checkpoint.zip", "training_manifest": f"{rel}/manifest.json",
-                      "logs": [f"{rel}/train.log"]},
+        "artifacts": {
+            "predictions": {"0": f"{rel}/fold0"},
+            "submission": f"{rel}/submission",
+            "checkpoint": f"{rel}/checkpoint.zip",
+            "training_manifest": f"{rel}/manifest.json",
+            "logs": [f"{rel}/train.log"],
+        },
         "inference_command": ["{python}", "memorised.py", "{checkpoint}", "{case_ids}", "{output_dir}"],
-    }  # fmt: skip
+    }
     return {"submit": submit, "fold_dir": fold_dir, "test_dir": test_dir, "val_cases": val_cases}
 
 
@@ -142,9 +153,13 @@ def check_state(workspace: Workspace, verdict: dict[str, Any], code: str) -> str
 
 
 def fold_scores(
-    workspace: Workspace, python: str, data: Path, competition_id: str, attempt: dict[str, Any],
+    workspace: Workspace,
+    python: str,
+    data: Path,
+    competition_id: str,
+    attempt: dict[str, Any],
     verdict: dict[str, Any],
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """AMID's verified fold-0 score of the attempt beside MLE-bench's harness on the same fold answers."""
     contract = workspace.contract()
     with tempfile.TemporaryDirectory(prefix="amid-fold-") as tmp:

@@ -17,10 +17,18 @@ import numpy as np
 from PIL import Image
 
 RANZCR_LABELS = [
-    "ETT - Abnormal", "ETT - Borderline", "ETT - Normal", "NGT - Abnormal", "NGT - Borderline",
-    "NGT - Incompletely Imaged", "NGT - Normal", "CVC - Abnormal", "CVC - Borderline", "CVC - Normal",
+    "ETT - Abnormal",
+    "ETT - Borderline",
+    "ETT - Normal",
+    "NGT - Abnormal",
+    "NGT - Borderline",
+    "NGT - Incompletely Imaged",
+    "NGT - Normal",
+    "CVC - Abnormal",
+    "CVC - Borderline",
+    "CVC - Normal",
     "Swan Ganz Catheter Present",
-]  # fmt: skip
+]
 
 
 def _table(path: Path, header: list[str], rows: Sequence[Sequence[object]]) -> None:

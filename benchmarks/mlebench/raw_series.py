@@ -19,9 +19,14 @@ def write_series(folder: Path, pixels: np.ndarray, series_uid: str) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for index in range(2):
         image = sitk.GetImageFromArray(pixels.astype(np.int16))
-        tags = {"0020|000e": series_uid, "0008|0018": f"{series_uid}.{index + 1}", "0008|0060": "MR",
-                "0020|0032": f"0\\0\\{index}", "0020|0037": "1\\0\\0\\0\\1\\0",
-                "0020|0013": str(index + 1)}  # fmt: skip
+        tags = {
+            "0020|000e": series_uid,
+            "0008|0018": f"{series_uid}.{index + 1}",
+            "0008|0060": "MR",
+            "0020|0032": f"0\\0\\{index}",
+            "0020|0037": "1\\0\\0\\0\\1\\0",
+            "0020|0013": str(index + 1),
+        }
         for tag, value in tags.items():
             image.SetMetaData(tag, value)
         writer = sitk.ImageFileWriter()

@@ -81,10 +81,13 @@ def snapshot(scene: Scene) -> dict[str, int]:
     """Rows per ledger table (events aside), files per workspace folder (jobs: job folders)."""
     if not scene.count_query:
         tables = admin_call(
-            scene.workspace, "sql",
-            {"query": "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' AND "
-                      "table_type = 'BASE TABLE' AND table_name NOT IN ('events', 'schema_migrations') ORDER BY 1"},
-        )["rows"]  # fmt: skip
+            scene.workspace,
+            "sql",
+            {
+                "query": "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' AND "
+                "table_type = 'BASE TABLE' AND table_name NOT IN ('events', 'schema_migrations') ORDER BY 1"
+            },
+        )["rows"]
         scene.count_query = "SELECT " + ", ".join(f"(SELECT count(*) FROM {t[0]}) AS {t[0]}" for t in tables)
     result = admin_call(scene.workspace, "sql", {"query": scene.count_query})
     found = {f"table {c}": int(v) for c, v in zip(result["columns"], result["rows"][0], strict=True)}
@@ -125,8 +128,9 @@ async def http_attack(
         response = await http.post(url, content=body, headers={**ACCEPT, **headers})
     trace = changes(before, snapshot(scene))
     refused = 400 <= response.status_code < 500 and not trace
-    return Outcome(cls, f"{name} (HTTP {response.status_code})", refused, True, trace, response.text[:300],
-                   len(response.content))  # fmt: skip
+    return Outcome(
+        cls, f"{name} (HTTP {response.status_code})", refused, True, trace, response.text[:300], len(response.content)
+    )
 
 
 def rpc(tool: str, arguments: dict[str, Any]) -> bytes:
@@ -169,33 +173,55 @@ def _is_stringish(schema: dict[str, Any]) -> bool:
 def traversal_values(scene: Scene) -> dict[str, str]:
     root = str(scene.workspace.root)
     return {
-        "dot-dot": "../", "dot-dot to another worktree": "../bob", "dot-dot to private": "../../private",
-        "dot-dot to a private file": f"../../{scene.private_file}", "dot-dot inside": "outputs/../../../private",
-        "url-encoded dot-dot": "%2e%2e/%2e%2e/private", "url-encoded slash": "..%2f..%2fprivate",
-        "absolute private": f"{root}/private", "absolute private file": f"{root}/{scene.private_file}",
-        "absolute outside": "/etc/passwd", "root": "/", "NUL byte": "outputs\x00/../../private",
-        "over-long component": "a" * 300, "over-long path": "a/" * 2100, ".git": ".git", ".git/config": ".git/config",
-        "backslashes": "..\\..\\private", "fullwidth dots": "\uff0e\uff0e/\uff0e\uff0e/private",
-        "file URL": "file:///etc/passwd", "tilde": "~/.ssh",
-    }  # fmt: skip
+        "dot-dot": "../",
+        "dot-dot to another worktree": "../bob",
+        "dot-dot to private": "../../private",
+        "dot-dot to a private file": f"../../{scene.private_file}",
+        "dot-dot inside": "outputs/../../../private",
+        "url-encoded dot-dot": "%2e%2e/%2e%2e/private",
+        "url-encoded slash": "..%2f..%2fprivate",
+        "absolute private": f"{root}/private",
+        "absolute private file": f"{root}/{scene.private_file}",
+        "absolute outside": "/etc/passwd",
+        "root": "/",
+        "NUL byte": "outputs\x00/../../private",
+        "over-long component": "a" * 300,
+        "over-long path": "a/" * 2100,
+        ".git": ".git",
+        ".git/config": ".git/config",
+        "backslashes": "..\\..\\private",
+        "fullwidth dots": "\uff0e\uff0e/\uff0e\uff0e/private",
+        "file URL": "file:///etc/passwd",
+        "tilde": "~/.ssh",
+    }
 
 
 SYMLINKS = {
-    "symlink to private/": "evil_private", "symlink to a private file": "evil_private_file",
-    "symlink outside": "evil_outside", "symlink to an outside file": "evil_outside_file",
-    "symlink to another worktree": "evil_bob", "symlink to task/": "evil_task", "symlink loop": "evil_loop",
-    "dangling symlink": "evil_dangling", "folder holding a symlinked private file": "outputs/leaky",
+    "symlink to private/": "evil_private",
+    "symlink to a private file": "evil_private_file",
+    "symlink outside": "evil_outside",
+    "symlink to an outside file": "evil_outside_file",
+    "symlink to another worktree": "evil_bob",
+    "symlink to task/": "evil_task",
+    "symlink loop": "evil_loop",
+    "dangling symlink": "evil_dangling",
+    "folder holding a symlinked private file": "outputs/leaky",
     "folder holding a symlinked private folder": "outputs/linkdir",
-}  # fmt: skip
+}
 
 
 def plant_symlinks(scene: Scene, worktree: Path) -> None:
     ws = scene.workspace.root
     links = {
-        "evil_private": ws / "private", "evil_private_file": ws / scene.private_file, "evil_outside": Path("/etc"),
-        "evil_outside_file": Path("/etc/hostname"), "evil_bob": ws / "worktrees" / "bob", "evil_task": ws / "task",
-        "evil_loop": worktree / "evil_loop", "evil_dangling": Path("/nonexistent-amid-target"),
-    }  # fmt: skip
+        "evil_private": ws / "private",
+        "evil_private_file": ws / scene.private_file,
+        "evil_outside": Path("/etc"),
+        "evil_outside_file": Path("/etc/hostname"),
+        "evil_bob": ws / "worktrees" / "bob",
+        "evil_task": ws / "task",
+        "evil_loop": worktree / "evil_loop",
+        "evil_dangling": Path("/nonexistent-amid-target"),
+    }
     for name, target in links.items():
         (worktree / name).symlink_to(target)
     leaky, linkdir = worktree / "outputs/leaky", worktree / "outputs/linkdir"
@@ -233,44 +259,62 @@ def inject(scene: Scene, target: str, value: str) -> tuple[str, dict[str, Any]] 
 
 def identifier_attacks(scene: Scene) -> list[tuple[str, str, dict[str, Any]]]:
     """Identifiers that name a stored thing (and so often a file): each with traversal values."""
-    values = {"traversal": f"../../{scene.private_file}", "absolute": "/etc/passwd", "NUL": "x\x00y",
-              "over-long": "a" * 300}  # fmt: skip
+    values = {
+        "traversal": f"../../{scene.private_file}",
+        "absolute": "/etc/passwd",
+        "NUL": "x\x00y",
+        "over-long": "a" * 300,
+    }
     calls: list[tuple[str, str, dict[str, Any]]] = []
     for label, v in values.items():
         calls += [
-            (label, "get_job", {"job_id": v}), (label, "cancel_job", {"job_id": v}),
-            (label, "get_review", {"review_id": v, "wait_s": 0}), (label, "get_review", {"attempt_id": v, "wait_s": 0}),
-            (label, "withdraw_attempt", {"attempt_id": v}), (label, "request_review", {"attempt_id": v}),
-            (label, "claim_lane", {"lane_id": v}), (label, "release_lane", {"lane_id": v}),
+            (label, "get_job", {"job_id": v}),
+            (label, "cancel_job", {"job_id": v}),
+            (label, "get_review", {"review_id": v, "wait_s": 0}),
+            (label, "get_review", {"attempt_id": v, "wait_s": 0}),
+            (label, "withdraw_attempt", {"attempt_id": v}),
+            (label, "request_review", {"attempt_id": v}),
+            (label, "claim_lane", {"lane_id": v}),
+            (label, "release_lane", {"lane_id": v}),
             (label, "post_note", {"kind": "observation", "title": "lane id attack", "body": "x", "lane_id": v}),
             (label, "get_skill", {"name": v}),
             (label, "submit_attempt", {**scene.base_submit, "lane_id": v}),
             (label, "submit_attempt", {**scene.base_submit, "parent_attempt_id": v}),
-        ]  # fmt: skip
+        ]
     return calls
 
 
 SAMPLES: dict[str, dict[str, Any]] = {  # valid arguments per tool (role checks come first)
-    "claim_lane": {"lane_id": "LANE"}, "release_lane": {"lane_id": "LANE"},
+    "claim_lane": {"lane_id": "LANE"},
+    "release_lane": {"lane_id": "LANE"},
     "propose_lane": {"title": "a lane", "family": "baseline", "hypothesis": "it helps"},
-    "run_gpu_job": {"command": ["true"]}, "cancel_job": {"job_id": "JOB"},
-    "submit_attempt": {}, "withdraw_attempt": {"attempt_id": "ATTEMPT"}, "request_review": {"attempt_id": "ATTEMPT"},
+    "run_gpu_job": {"command": ["true"]},
+    "cancel_job": {"job_id": "JOB"},
+    "submit_attempt": {},
+    "withdraw_attempt": {"attempt_id": "ATTEMPT"},
+    "request_review": {"attempt_id": "ATTEMPT"},
     "post_note": {"kind": "observation", "title": "a note", "body": "x"},
     "save_skill": {"name": "role-attack", "description": "a skill from the wrong role", "body": "x" * 40},
-    "run_snapshot": {}, "send_heartbeat": {"agent_id": "alice", "kind": "custom", "prompt": "x"},
-    "record_worker": {"agent_id": "alice", "backend": "scripted", "state": "running"}, "run_evidence": {},
+    "run_snapshot": {},
+    "send_heartbeat": {"agent_id": "alice", "kind": "custom", "prompt": "x"},
+    "record_worker": {"agent_id": "alice", "backend": "scripted", "state": "running"},
+    "run_evidence": {},
     "set_stage": {"from_stage": "exploration", "to_stage": "exploitation", "reason": "role attack"},
-    "set_lane_state": {"lane_id": "LANE", "status": "waived", "reason": "role attack"}, "audit_evidence": {},
+    "set_lane_state": {"lane_id": "LANE", "status": "waived", "reason": "role attack"},
+    "audit_evidence": {},
     "choose_final": {"attempt_id": "ATTEMPT", "reason": "role attack"},
-}  # fmt: skip
+}
 
 
 def _fill(scene: Scene, arguments: dict[str, Any], tool: str) -> dict[str, Any]:
     if tool == "submit_attempt":
         return dict(scene.base_submit)
     text = json.dumps(arguments)
-    for marker, value in (("LANE", scene.bob["lane_id"]), ("JOB", scene.bob["job_id"]),
-                          ("ATTEMPT", scene.bob["attempt_id"])):  # fmt: skip
+    for marker, value in (
+        ("LANE", scene.bob["lane_id"]),
+        ("JOB", scene.bob["job_id"]),
+        ("ATTEMPT", scene.bob["attempt_id"]),
+    ):
         text = text.replace(f'"{marker}"', json.dumps(value))
     return dict(json.loads(text))
 
@@ -307,9 +351,12 @@ def cross_agent_attacks(scene: Scene) -> list[tuple[str, str, dict[str, Any]]]:
         ("read another agent's job logs", "get_job", {"job_id": bob["job_id"]}),
         ("release another agent's lane", "release_lane", {"lane_id": bob["lane_id"]}),
         ("claim a lane another agent holds", "claim_lane", {"lane_id": bob["lane_id"]}),
-        ("overwrite another agent's skill", "save_skill",
-         {"name": bob["skill"], "description": "taken over by alice", "body": "alice's procedure " * 3}),
-    ]  # fmt: skip
+        (
+            "overwrite another agent's skill",
+            "save_skill",
+            {"name": bob["skill"], "description": "taken over by alice", "body": "alice's procedure " * 3},
+        ),
+    ]
 
 
 def oversize_attacks(scene: Scene) -> list[tuple[str, str, dict[str, Any]]]:
@@ -324,7 +371,7 @@ def oversize_attacks(scene: Scene) -> list[tuple[str, str, dict[str, Any]]]:
         ("1 MB job argument", "run_gpu_job", {"command": [scene.python, "-c", "pass", big]}),
         ("1 MB job environment value", "run_gpu_job", {"command": [scene.python, "-c", "pass"], "env": {"X": big}}),
         ("100k-element job argv", "run_gpu_job", {"command": ["true"] * 100_000}),
-    ]  # fmt: skip
+    ]
 
 
 def replay_variants(scene: Scene) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
@@ -385,8 +432,13 @@ async def _stage(scene: Scene, bob_payload: dict[str, Any]) -> dict[str, Any]:
     async with connect(scene.server.url, scene.tokens["alice"]) as alice:
         scene.alice_lane = (await call(alice, "claim_lane", {"lane_id": lanes[0]}))["lane_id"]
         control = await call(alice, "submit_attempt", scene.base_submit)
-    good = await http_attack(scene, "control", "a raw tools/call with good headers", _bearer(scene, "alice"),
-                             rpc("post_note", {"kind": "observation", "title": "control", "body": "x"}))  # fmt: skip
+    good = await http_attack(
+        scene,
+        "control",
+        "a raw tools/call with good headers",
+        _bearer(scene, "alice"),
+        rpc("post_note", {"kind": "observation", "title": "control", "body": "x"}),
+    )
     return {"tools": tools, "control_attempt": control["attempt_id"], "control_http": good}
 
 
@@ -405,18 +457,24 @@ async def _attacks(scene: Scene, tools: list[Any]) -> tuple[list[Outcome], list[
     outcomes: list[Outcome] = []
     fields = path_fields(tools)
     uncovered = [f for f in fields if inject(scene, f, "x") is None]
-    values = {**{f"traversal: {k}": ("traversal", v) for k, v in traversal_values(scene).items()},
-              **{f"symlink: {k}": ("symlink", v) for k, v in SYMLINKS.items()}}  # fmt: skip
+    values = {
+        **{f"traversal: {k}": ("traversal", v) for k, v in traversal_values(scene).items()},
+        **{f"symlink: {k}": ("symlink", v) for k, v in SYMLINKS.items()},
+    }
     for target in fields:
         for label, (cls, value) in values.items():
             injected = inject(scene, target, value)
             if injected and not (target == "run_gpu_job.cwd" and value.startswith("outputs/")):
                 outcomes.append(await tool_attack(scene, cls, f"{target} <- {label}", "alice", *injected))
     for label, tool, arguments in identifier_attacks(scene):
-        field_name = next(k for k in ("job_id", "review_id", "attempt_id", "lane_id", "name", "parent_attempt_id")
-                          if k in arguments and arguments[k] != scene.base_submit.get(k))  # fmt: skip
-        outcomes.append(await tool_attack(scene, "traversal", f"{tool}.{field_name} <- {label}", "alice", tool,
-                                          arguments))  # fmt: skip
+        field_name = next(
+            k
+            for k in ("job_id", "review_id", "attempt_id", "lane_id", "name", "parent_attempt_id")
+            if k in arguments and arguments[k] != scene.base_submit.get(k)
+        )
+        outcomes.append(
+            await tool_attack(scene, "traversal", f"{tool}.{field_name} <- {label}", "alice", tool, arguments)
+        )
     for name, who, tool, arguments in role_attacks(scene):
         outcomes.append(await tool_attack(scene, "role", name, who, tool, arguments))
     outcomes += await _http_attacks(scene)
@@ -432,8 +490,11 @@ async def _attacks(scene: Scene, tools: list[Any]) -> tuple[list[Outcome], list[
         first, second = replays[tool]
         key, who = f"replayed-{index}", "boss" if tool in SUPERVISOR_ONLY else "alice"
         await call(scene.clients[who], tool, {**first, "idempotency_key": key})
-        outcomes.append(await tool_attack(scene, "replayed_key", f"{tool}: same key, other content", who, tool,
-                                          {**second, "idempotency_key": key}))  # fmt: skip
+        outcomes.append(
+            await tool_attack(
+                scene, "replayed_key", f"{tool}: same key, other content", who, tool, {**second, "idempotency_key": key}
+            )
+        )
     return outcomes, fields, uncovered
 
 
@@ -482,14 +543,19 @@ def run(workspace: Workspace) -> dict[str, Any]:
     for o in outcomes:
         by_class.setdefault(o.cls, Counter())["refused" if o.refused else "passed"] += 1
     return {
-        "seconds": round(time.monotonic() - started, 1), "server_exit": exit_code, "attacks": len(outcomes),
-        "refused": sum(o.refused for o in outcomes), "by_class": {k: dict(v) for k, v in sorted(by_class.items())},
-        "path_fields": fields, "uncovered": uncovered, "control_http": asdict(staged["control_http"]),
+        "seconds": round(time.monotonic() - started, 1),
+        "server_exit": exit_code,
+        "attacks": len(outcomes),
+        "refused": sum(o.refused for o in outcomes),
+        "by_class": {k: dict(v) for k, v in sorted(by_class.items())},
+        "path_fields": fields,
+        "uncovered": uncovered,
+        "control_http": asdict(staged["control_http"]),
         "passed_through": [asdict(o) for o in outcomes if not o.refused],
         "uncoded": [f"{o.name}: {o.reply[:160]}" for o in outcomes if not o.refused and not o.coded and not o.trace],
         "echoed": [f"{o.name}: {o.reply_bytes} bytes" for o in outcomes if o.reply_bytes > ECHO_LIMIT],
         "outcomes": [{"class": o.cls, "name": o.name, "refused": o.refused, "reply": o.reply[:160]} for o in outcomes],
-    }  # fmt: skip
+    }
 
 
 def main() -> None:

@@ -313,12 +313,19 @@ def run(workspace: Workspace, n_agents: int, kills: list[Kill], moment_s: float 
     final = settle_leftovers(workspace, old, None, 30.0)
     result = audit(workspace, acked)
     result.update(
-        agents=n_agents, seconds=round(time.monotonic() - started, 1), settled=settled, final_exit=final_exit,
-        kills=[asdict(r) for r in records], kills_by=dict(Counter(f"{r.moment}/{r.signal}" for r in records)),
-        orphans=sum(len(r.orphans) for r in records) + len(final), final_orphans=[p.cmdline[:200] for p in final],
-        calls=dict(acked.calls), retries=dict(acked.retries), errors=acked.errors,
+        agents=n_agents,
+        seconds=round(time.monotonic() - started, 1),
+        settled=settled,
+        final_exit=final_exit,
+        kills=[asdict(r) for r in records],
+        kills_by=dict(Counter(f"{r.moment}/{r.signal}" for r in records)),
+        orphans=sum(len(r.orphans) for r in records) + len(final),
+        final_orphans=[p.cmdline[:200] for p in final],
+        calls=dict(acked.calls),
+        retries=dict(acked.retries),
+        errors=acked.errors,
         tools_without_key=sorted({"claim_lane", "post_note", "submit_attempt", "run_gpu_job"} - keyed),
-    )  # fmt: skip
+    )
     return result
 
 

@@ -58,8 +58,9 @@ def _grouped(db: Database, sql: str) -> dict[str, list[Any]]:
 def _artifacts(db: Database, workspace: Workspace, acked: Ledgerless, findings: Findings) -> tuple[int, list[str]]:
     """The acknowledged number of files per attempt, none twice, each re-hashed; returns the count
     of files and the ones whose bytes differ from the ledger's hash or size."""
-    rows = db.fetchall("SELECT attempt_id, role, fold, member, declared_path, sha256, size_bytes, frozen_path "
-                       "FROM artifacts")  # fmt: skip
+    rows = db.fetchall(
+        "SELECT attempt_id, role, fold, member, declared_path, sha256, size_bytes, frozen_path FROM artifacts"
+    )
     per_attempt: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         per_attempt.setdefault(row["attempt_id"], []).append(row)
@@ -113,11 +114,19 @@ def audit(workspace: Workspace, acked: Ledgerless) -> dict[str, Any]:
         job_status = Counter(status[job_id] for job_id in acked.jobs.values() if job_id in status)
         return {
             "acknowledged": {
-                "attempts": len(acked.attempts), "artifacts": n_artifacts, "notes": len(acked.notes),
-                "claims": len(acked.claims), "reviews": len(acked.reviews), "jobs": len(acked.jobs),
+                "attempts": len(acked.attempts),
+                "artifacts": n_artifacts,
+                "notes": len(acked.notes),
+                "claims": len(acked.claims),
+                "reviews": len(acked.reviews),
+                "jobs": len(acked.jobs),
             },
-            "lost": findings.lost, "duplicated": findings.duplicated, "artifacts_bad_hash": bad_hash,
-            "reviews_finished_twice": twice, "reviews_unfinished": unfinished, "job_status": dict(job_status),
-        }  # fmt: skip
+            "lost": findings.lost,
+            "duplicated": findings.duplicated,
+            "artifacts_bad_hash": bad_hash,
+            "reviews_finished_twice": twice,
+            "reviews_unfinished": unfinished,
+            "job_status": dict(job_status),
+        }
     finally:
         ledger.close()

@@ -35,12 +35,18 @@ def crash_rows(result: dict[str, Any] | None) -> list[tuple[str, str, str]]:
     return [
         ("crash: kills", f"{len(kills)} ({kinds})", f"{result['agents']} concurrent writers over HTTP"),
         ("crash: acknowledged writes", writes, "every one audited in the stopped server's ledger"),
-        ("crash: lost / duplicated", f"{len(result['lost'])} / {len(result['duplicated'])}",
-         f"artifacts re-hashed: {len(result['artifacts_bad_hash'])} mismatches"),
-        ("crash: reviews run twice", str(len(result["reviews_finished_twice"])),
-         f"jobs ended: {_counts(result['job_status'])}"),
+        (
+            "crash: lost / duplicated",
+            f"{len(result['lost'])} / {len(result['duplicated'])}",
+            f"artifacts re-hashed: {len(result['artifacts_bad_hash'])} mismatches",
+        ),
+        (
+            "crash: reviews run twice",
+            str(len(result["reviews_finished_twice"])),
+            f"jobs ended: {_counts(result['job_status'])}",
+        ),
         ("crash: orphan processes", str(result["orphans"]), "after every kill and the final stop"),
-    ]  # fmt: skip
+    ]
 
 
 def attack_rows(result: dict[str, Any] | None) -> list[tuple[str, str, str]]:

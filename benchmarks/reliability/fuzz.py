@@ -52,9 +52,11 @@ def main() -> None:
         "violations": fuzzer.tally.violations()[:20],
     }
     path = write_result("fuzz", summary)
-    print(f"{summary['calls']} calls, {summary['tracebacks'] + summary['log_tracebacks']} tracebacks, "
-          f"{summary['untyped']} untyped, {summary['http_5xx']} HTTP 5xx, {summary['partial_writes']} partial writes "
-          f"-> {path}")  # fmt: skip
+    print(
+        f"{summary['calls']} calls, {summary['tracebacks'] + summary['log_tracebacks']} tracebacks, "
+        f"{summary['untyped']} untyped, {summary['http_5xx']} HTTP 5xx, {summary['partial_writes']} partial writes "
+        f"-> {path}"
+    )
 
 
 if __name__ == "__main__":

@@ -52,8 +52,20 @@ KINDS: tuple[str, ...] = ("perfect", "broken", "trivial")
 
 # TopCoW label values (TopCoW 2024 multiclass map)
 BA, R_PCA, L_PCA, R_ICA, R_MCA, L_ICA, L_MCA, R_PCOM, L_PCOM, ACOM, R_ACA, L_ACA, THIRD_A2 = (
-    1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 15,
-)  # fmt: skip
+    1,
+    2,
+    3,
+    4,
+    5,
+    6,
+    7,
+    8,
+    9,
+    10,
+    11,
+    12,
+    15,
+)
 
 
 # ----------------------------------------------------------------------------- shared helpers

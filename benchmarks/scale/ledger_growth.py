@@ -79,10 +79,18 @@ LEASE_S = 7 * 24 * 3600  # claims held for the whole generated week
 def _lanes(ledger: Ledger) -> None:
     tiers = ["primary", "primary", "primary", "secondary", "secondary", "fallback"]
     rows = [
-        LaneRow(lane_id=lane, title=lane, family="bench", tier=tier, origin="planner", rank=float(-i),
-                lane_file=f"memory/lanes/{lane}.md", spec={"lane_id": lane})
+        LaneRow(
+            lane_id=lane,
+            title=lane,
+            family="bench",
+            tier=tier,
+            origin="planner",
+            rank=float(-i),
+            lane_file=f"memory/lanes/{lane}.md",
+            spec={"lane_id": lane},
+        )
         for i, (lane, tier) in enumerate(zip(LANES, tiers, strict=True))
-    ]  # fmt: skip
+    ]
     ledger.lanes.add(rows, utcnow())
 
 
@@ -100,8 +108,18 @@ def _review(ledger: Ledger, attempt_id: str, agent: str, fold: int, score: float
 
 def _new(i: int) -> NewAttempt:
     agent, lane, fold = AGENTS[i % len(AGENTS)], LANES[i % len(LANES)], i % 5
-    return NewAttempt(agent, lane, f"{i:040x}", [fold], "real", None, None, f"key-{i}",
-                      f"attempt {i} on {lane}", declared={fold: {"dice": _score(i)}})  # fmt: skip
+    return NewAttempt(
+        agent,
+        lane,
+        f"{i:040x}",
+        [fold],
+        "real",
+        None,
+        None,
+        f"key-{i}",
+        f"attempt {i} on {lane}",
+        declared={fold: {"dice": _score(i)}},
+    )
 
 
 def _score(i: int) -> float:
@@ -136,8 +154,9 @@ def _single(ledger: Ledger, first: int, n: int) -> dict[str, float]:
         attempt_id, _ = ledger.attempts.create(_new(i))
         t1 = time.perf_counter()
         for kind, agent, s_type, s_id, payload in _events(i, attempt_id):
-            ledger.activity.log(kind, agent_id=agent, subject_type=s_type, subject_id=s_id, payload=payload,
-                                deferred=True)  # fmt: skip
+            ledger.activity.log(
+                kind, agent_id=agent, subject_type=s_type, subject_id=s_id, payload=payload, deferred=True
+            )
         t2 = time.perf_counter()
         ledger.notes.add(AGENTS[0], "observation", None, f"single {i}", "plain path", {})
         t3 = time.perf_counter()
@@ -272,11 +291,15 @@ async def _supervisor_ticks(url: str, token: str) -> list[dict[str, Any]]:
         for _ in range(2):
             t0 = time.perf_counter()
             report = await supervisor.tick()
-            ticks.append({
-                "s": round(time.perf_counter() - t0, 3), "stage": report.stage,
-                "heartbeats": len(report.heartbeats), "lane_changes": len(report.lane_changes),
-                "stage_changes": len(report.stage_changes),
-            })  # fmt: skip
+            ticks.append(
+                {
+                    "s": round(time.perf_counter() - t0, 3),
+                    "stage": report.stage,
+                    "heartbeats": len(report.heartbeats),
+                    "lane_changes": len(report.lane_changes),
+                    "stage_changes": len(report.stage_changes),
+                }
+            )
     return ticks
 
 

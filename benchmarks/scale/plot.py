@@ -120,8 +120,13 @@ def _ledger(ax: Axes, results_dir: Path) -> None:
     if not drawn:
         raise NoData("no per-tool server CPU")
     ax.axhline(ping, color="black", linestyle="--", linewidth=1.2, label=f"bare SDK ping ({ping:g} ms)")
-    _log_axes(ax, attempts, "attempts in the ledger", "server CPU ms per call (warm)",
-              "Ledger size: tool CPU per call\nreference: bare MCP SDK ping, same run")  # fmt: skip
+    _log_axes(
+        ax,
+        attempts,
+        "attempts in the ledger",
+        "server CPU ms per call (warm)",
+        "Ledger size: tool CPU per call\nreference: bare MCP SDK ping, same run",
+    )
     lo, hi = ax.get_ylim()
     ax.set_ylim(lo / 1.3, hi * 6)  # room for the legend above the curves
     ax.legend(fontsize=7.5, loc="upper right", ncol=2)
@@ -152,8 +157,13 @@ def _data(ax: Axes, results_dir: Path) -> None:
         drawn += 1
     if not drawn:
         raise NoData("no CT or tile curves")
-    _log_axes(ax, sorted(set(all_cases)), "cases in the dataset", "CPU ns per byte on disk",
-              "Data size: profiler CPU per byte\nreference: ISA-L read-and-inflate floor, same run")  # fmt: skip
+    _log_axes(
+        ax,
+        sorted(set(all_cases)),
+        "cases in the dataset",
+        "CPU ns per byte on disk",
+        "Data size: profiler CPU per byte\nreference: ISA-L read-and-inflate floor, same run",
+    )
     ax.legend(fontsize=7.5, loc="upper right")
 
 
@@ -258,8 +268,13 @@ def _jobs(ax: Axes, results_dir: Path) -> None:
         drawn += 1
     if not drawn:
         raise NoData("no jobs per second")
-    _log_axes(ax, sorted(set(sizes_seen)), "jobs in one burst (concurrency 8)", "throughput, jobs per second",
-              "Jobs: dispatch throughput\nreference: Ray backend, same run")  # fmt: skip
+    _log_axes(
+        ax,
+        sorted(set(sizes_seen)),
+        "jobs in one burst (concurrency 8)",
+        "throughput, jobs per second",
+        "Jobs: dispatch throughput\nreference: Ray backend, same run",
+    )
     lo, hi = ax.get_ylim()
     ax.set_ylim(lo / 2, hi * 3)
     ax.legend(fontsize=7.5, loc="upper right")

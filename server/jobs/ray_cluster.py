@@ -25,10 +25,16 @@ from amid.server.errors import JobFailed
 from amid.server.jobs.procs import session_members
 
 _PORT_FLAGS = (
-    "port", "dashboard-port", "dashboard-agent-listen-port", "dashboard-agent-grpc-port",
-    "runtime-env-agent-port", "metrics-export-port", "node-manager-port", "object-manager-port",
+    "port",
+    "dashboard-port",
+    "dashboard-agent-listen-port",
+    "dashboard-agent-grpc-port",
+    "runtime-env-agent-port",
+    "metrics-export-port",
+    "node-manager-port",
+    "object-manager-port",
     "ray-client-server-port",
-)  # fmt: skip
+)
 
 
 class LocalRayCluster:
@@ -58,10 +64,18 @@ class LocalRayCluster:
     def _argv(self) -> list[str]:
         cpus, gpus = self._resources
         return [
-            str(self._cli), "start", "--head", "--block", f"--num-cpus={cpus}", f"--num-gpus={gpus}",
-            "--disable-usage-stats", f"--temp-dir={self._temp_dir}", "--dashboard-host=127.0.0.1",
-            "--include-dashboard=true", *(f"--{flag}={port}" for flag, port in self._ports.items()),
-        ]  # fmt: skip
+            str(self._cli),
+            "start",
+            "--head",
+            "--block",
+            f"--num-cpus={cpus}",
+            f"--num-gpus={gpus}",
+            "--disable-usage-stats",
+            f"--temp-dir={self._temp_dir}",
+            "--dashboard-host=127.0.0.1",
+            "--include-dashboard=true",
+            *(f"--{flag}={port}" for flag, port in self._ports.items()),
+        ]
 
     def _wait_ready(self, timeout_s: float) -> None:
         from amid.server.jobs.ray_backend import RayBackend

@@ -120,10 +120,17 @@ class JobScheduler:
             first = {"status": "failed", "ended_at": now, "reason": refusal}
         return self._store.create(
             lambda job_id: JobState(
-                job_id=job_id, agent_id=agent_id, spec=spec, backend=self._backend.name, created_at=now,
-                idempotency_key=key, request_digest=digest, sandbox=box, **first,
+                job_id=job_id,
+                agent_id=agent_id,
+                spec=spec,
+                backend=self._backend.name,
+                created_at=now,
+                idempotency_key=key,
+                request_digest=digest,
+                sandbox=box,
+                **first,
             )
-        )  # fmt: skip
+        )
 
     @staticmethod
     def _repeated(state: JobState, key: str | None, digest: str | None) -> JobState:
@@ -322,7 +329,7 @@ class JobScheduler:
             live = self._live_states()
             waiting = [
                 s for s in live if s.status == "queued" and s.backend_job_id is None and s.job_id not in self._launching
-            ]  # fmt: skip
+            ]
             active = [s for s in live if s.backend_job_id is not None]
             reserved = self._reserved()
             slots = self._max_concurrent - len(active) - len(self._launching)

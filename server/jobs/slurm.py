@@ -27,12 +27,24 @@ SCRIPT = "slurm.sh"
 EXIT_RECORD = "slurm_exit.json"
 
 _STATES: dict[str, JobStatus] = {
-    "PENDING": "queued", "CONFIGURING": "queued", "REQUEUED": "queued", "RESV_DEL_HOLD": "queued",
-    "RUNNING": "running", "COMPLETING": "running", "SUSPENDED": "running", "STOPPED": "running",
-    "COMPLETED": "succeeded", "FAILED": "failed", "OUT_OF_MEMORY": "failed", "PREEMPTED": "failed",
-    "BOOT_FAIL": "failed", "CANCELLED": "cancelled", "TIMEOUT": "timed_out", "DEADLINE": "timed_out",
+    "PENDING": "queued",
+    "CONFIGURING": "queued",
+    "REQUEUED": "queued",
+    "RESV_DEL_HOLD": "queued",
+    "RUNNING": "running",
+    "COMPLETING": "running",
+    "SUSPENDED": "running",
+    "STOPPED": "running",
+    "COMPLETED": "succeeded",
+    "FAILED": "failed",
+    "OUT_OF_MEMORY": "failed",
+    "PREEMPTED": "failed",
+    "BOOT_FAIL": "failed",
+    "CANCELLED": "cancelled",
+    "TIMEOUT": "timed_out",
+    "DEADLINE": "timed_out",
     "NODE_FAIL": "lost",
-}  # fmt: skip
+}
 
 
 class SlurmBackend:

@@ -31,11 +31,16 @@ def _finished(state: JobState, seen: Observation, backend_job_id: str | None, st
         wall_s = round(files.seconds_between(started_at, ended_at), 3)
     return state.model_copy(
         update={
-            "status": status, "backend_job_id": backend_job_id, "exit_code": seen.exit_code,
-            "started_at": started_at, "ended_at": ended_at, "wall_s": wall_s,
-            "peak_gpu_mem_mb": seen.peak_gpu_mem_mb, "reason": reason,
+            "status": status,
+            "backend_job_id": backend_job_id,
+            "exit_code": seen.exit_code,
+            "started_at": started_at,
+            "ended_at": ended_at,
+            "wall_s": wall_s,
+            "peak_gpu_mem_mb": seen.peak_gpu_mem_mb,
+            "reason": reason,
         }
-    )  # fmt: skip
+    )
 
 
 def ended(state: JobState, status: JobStatus, reason: str) -> JobState:

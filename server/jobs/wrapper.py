@@ -82,9 +82,14 @@ def run_job(job_dir: Path, spec: dict[str, Any], launch: dict[str, Any], stop: t
     with open(job_dir / files.STDOUT, "ab") as out, open(job_dir / files.STDERR, "ab") as err:
         try:
             child = subprocess.Popen(
-                launch.get("command") or spec["command"], cwd=spec["cwd"], env=env, stdin=subprocess.DEVNULL,
-                stdout=out, stderr=err, start_new_session=True,
-            )  # fmt: skip
+                launch.get("command") or spec["command"],
+                cwd=spec["cwd"],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
         except OSError as exc:
             return _outcome("failed", 127, started_at, f"could not start {spec['command'][0]!r}: {exc}")
     child_id = identify(child.pid)

@@ -52,11 +52,17 @@ class NewAttempt:
             json.dumps([a.role, a.fold, a.member, a.declared_path, a.sha256, a.size_bytes]) for a in self.artifacts
         )
         fields: dict[str, object] = {
-            "commit": self.commit_sha, "folds": self.folds, "declared_scores": self.declared,
-            "artifacts": artifacts, "lane_id": self.lane_id, "budget_class": self.budget_class,
-            "parent_attempt_id": self.parent_attempt_id, "claims_improvement": self.claims,
-            "inference_command": self.inference_command, "summary": self.summary,
-        }  # fmt: skip
+            "commit": self.commit_sha,
+            "folds": self.folds,
+            "declared_scores": self.declared,
+            "artifacts": artifacts,
+            "lane_id": self.lane_id,
+            "budget_class": self.budget_class,
+            "parent_attempt_id": self.parent_attempt_id,
+            "claims_improvement": self.claims,
+            "inference_command": self.inference_command,
+            "summary": self.summary,
+        }
         return {name: _digest(value) for name, value in fields.items()}
 
 
@@ -71,10 +77,21 @@ def attempt_id_for(number: int) -> str:
 def _row(attempt_id: str, new: NewAttempt, content: dict[str, str], now: Any) -> list[Any]:
     """An attempts row's values, in the INSERT's column order (status is the literal 'pending')."""
     return [
-        attempt_id, new.agent_id, new.lane_id, new.commit_sha, json.dumps(new.folds), new.budget_class,
-        new.parent_attempt_id, json.dumps(new.inference_command) if new.inference_command else None,
-        new.idempotency_key, new.summary, now, now, json.dumps(new.claims), json.dumps(content),
-    ]  # fmt: skip
+        attempt_id,
+        new.agent_id,
+        new.lane_id,
+        new.commit_sha,
+        json.dumps(new.folds),
+        new.budget_class,
+        new.parent_attempt_id,
+        json.dumps(new.inference_command) if new.inference_command else None,
+        new.idempotency_key,
+        new.summary,
+        now,
+        now,
+        json.dumps(new.claims),
+        json.dumps(content),
+    ]
 
 
 class Attempts:
@@ -169,9 +186,11 @@ class Attempts:
             )
             metrics = [
                 [ids[i], fold, metric, value, now]
-                for i, new in enumerate(news) if i in ids
-                for fold, scores in sorted(new.declared.items()) for metric, value in sorted(scores.items())
-            ]  # fmt: skip
+                for i, new in enumerate(news)
+                if i in ids
+                for fold, scores in sorted(new.declared.items())
+                for metric, value in sorted(scores.items())
+            ]
             if metrics:
                 cur.execute(
                     "INSERT INTO metrics (attempt_id, source, scope, fold, metric, value, recorded_at) "

@@ -76,9 +76,15 @@ def _base_tables(tree: Any) -> Iterator[str]:
 # not an INSERT, UPDATE or DELETE of a table found below (a schema change, COPY, MERGE, ATTACH, a
 # statement DuckDB cannot parse) moves every generation: a cache that forgets too much is only slower.
 _READS = frozenset(
-    {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN, duckdb.StatementType.PRAGMA,
-     duckdb.StatementType.SET, duckdb.StatementType.VARIABLE_SET, duckdb.StatementType.TRANSACTION}
-)  # fmt: skip
+    {
+        duckdb.StatementType.SELECT,
+        duckdb.StatementType.EXPLAIN,
+        duckdb.StatementType.PRAGMA,
+        duckdb.StatementType.SET,
+        duckdb.StatementType.VARIABLE_SET,
+        duckdb.StatementType.TRANSACTION,
+    }
+)
 _DML = frozenset({duckdb.StatementType.INSERT, duckdb.StatementType.UPDATE, duckdb.StatementType.DELETE})
 _DML_VERBS = frozenset({"INSERT", "UPDATE", "DELETE"})
 _CHECKPOINT = re.compile(r"(FORCE\s+)?CHECKPOINT", re.IGNORECASE)

@@ -10,9 +10,24 @@ from amid.server.ledger.database import Database
 
 JSON_COLUMNS = ("command", "gpu_uuids", "tags")
 COLUMNS = (
-    "job_id", "agent_id", "status", "backend", "backend_job_id", "command", "cwd", "gpus", "gpu_uuids", "tags",
-    "created_at", "started_at", "ended_at", "exit_code", "wall_s", "peak_gpu_mem_mb", "reason",
-)  # fmt: skip
+    "job_id",
+    "agent_id",
+    "status",
+    "backend",
+    "backend_job_id",
+    "command",
+    "cwd",
+    "gpus",
+    "gpu_uuids",
+    "tags",
+    "created_at",
+    "started_at",
+    "ended_at",
+    "exit_code",
+    "wall_s",
+    "peak_gpu_mem_mb",
+    "reason",
+)
 
 
 class Jobs:

@@ -16,9 +16,17 @@ class Notes:
         self.db = db
 
     def add(
-        self, agent_id: str, kind: str, lane_id: str | None, title: str, body: str, data: dict[str, Any],
-        *, receipt: Receipt | None = None, result_of: Callable[[int], dict[str, Any]] | None = None,
-    ) -> int:  # fmt: skip
+        self,
+        agent_id: str,
+        kind: str,
+        lane_id: str | None,
+        title: str,
+        body: str,
+        data: dict[str, Any],
+        *,
+        receipt: Receipt | None = None,
+        result_of: Callable[[int], dict[str, Any]] | None = None,
+    ) -> int:
         """Insert a note; with a receipt, its idempotency key commits in the same transaction (a
         retried post after a lost answer finds it, whenever the server died)."""
         with self.db.transaction() as cur:

@@ -54,9 +54,18 @@ class Packages:
             cur.execute(
                 "UPDATE final_choices SET attempt_id = ?, lane_id = ?, verified_score = ?, reason = ?, audit_id = ?, "
                 "package_path = ?, decided_by = ?, decided_at = ? WHERE choice_id = ?",
-                [row["attempt_id"], row["lane_id"], row["verified_score"], row["reason"], row.get("audit_id"),
-                 row.get("package_path"), by, utcnow(), choice_id],
-            )  # fmt: skip
+                [
+                    row["attempt_id"],
+                    row["lane_id"],
+                    row["verified_score"],
+                    row["reason"],
+                    row.get("audit_id"),
+                    row.get("package_path"),
+                    by,
+                    utcnow(),
+                    choice_id,
+                ],
+            )
             payload = {"replaced": dict(zip(("attempt_id", "reason", "package_path"), old or (), strict=False))}
             cur.execute(
                 "INSERT INTO events (occurred_at, agent_id, kind, subject_type, subject_id, payload) "

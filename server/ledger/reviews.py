@@ -174,9 +174,16 @@ class Reviews:
             for check in outcome.checks:
                 cur.execute(
                     "INSERT INTO check_results VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [review_id, attempt_id, check.code, check.passed, check.severity, check.message,
-                     json.dumps(check.evidence, default=str)],
-                )  # fmt: skip
+                    [
+                        review_id,
+                        attempt_id,
+                        check.code,
+                        check.passed,
+                        check.severity,
+                        check.message,
+                        json.dumps(check.evidence, default=str),
+                    ],
+                )
             for sha256, value_sha256 in outcome.value_hashes:
                 cur.execute(
                     "UPDATE artifacts SET value_sha256 = ? "
@@ -198,9 +205,21 @@ class Reviews:
         cur.execute(
             "INSERT INTO metrics (attempt_id, source, scope, fold, metric, value, n_cases, n_valid, n_nan, n_capped, "
             "recorded_at, review_id, case_se) VALUES (?, 'reviewer', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [attempt_id, m.scope, m.fold, m.metric, m.value, m.n_cases, m.n_valid, m.n_nan, m.n_capped, now,
-             review_id, m.case_se],
-        )  # fmt: skip
+            [
+                attempt_id,
+                m.scope,
+                m.fold,
+                m.metric,
+                m.value,
+                m.n_cases,
+                m.n_valid,
+                m.n_nan,
+                m.n_capped,
+                now,
+                review_id,
+                m.case_se,
+            ],
+        )
 
     @staticmethod
     def _insert_baseline(cur: Any, review_id: str, m: MetricRow, now: Any) -> None:
@@ -216,7 +235,7 @@ class Reviews:
             "INSERT INTO metrics (attempt_id, source, scope, fold, metric, value, n_cases, n_valid, n_nan, n_capped, "
             "recorded_at, review_id, predictor) VALUES (?, 'reviewer', 'baseline', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [key, m.fold, m.metric, m.value, m.n_cases, m.n_valid, m.n_nan, m.n_capped, now, review_id, m.predictor],
-        )  # fmt: skip
+        )
 
     def fail(self, review_id: str, error: str) -> None:
         """The review could not finish (crash, timeout): the attempt returns to pending."""

@@ -47,8 +47,9 @@ class Skills:
         self.db = db
 
     def latest(self, name: str) -> SkillVersion | None:
-        row = self.db.fetchone(f"SELECT {COLUMNS} FROM skill_versions WHERE name = ? ORDER BY version DESC LIMIT 1",
-                               [name])  # fmt: skip
+        row = self.db.fetchone(
+            f"SELECT {COLUMNS} FROM skill_versions WHERE name = ? ORDER BY version DESC LIMIT 1", [name]
+        )
         return SkillVersion(**row) if row else None
 
     def get(self, name: str, version: int) -> SkillVersion | None:
@@ -86,9 +87,19 @@ class Skills:
             cur.execute(
                 "INSERT INTO skill_versions (name, name_key, version, author, description, sha256, path, "
                 "idempotency_key, content_digests, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [new.name, new.name_key, version, new.author, new.description, sha, path, new.idempotency_key,
-                 json.dumps(new.content), now],
-            )  # fmt: skip
+                [
+                    new.name,
+                    new.name_key,
+                    version,
+                    new.author,
+                    new.description,
+                    sha,
+                    path,
+                    new.idempotency_key,
+                    json.dumps(new.content),
+                    now,
+                ],
+            )
         return SkillVersion(new.name, version, new.author, new.description, sha, path, now), True
 
     @staticmethod

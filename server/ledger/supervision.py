@@ -315,9 +315,17 @@ class Supervision:
             chosen = cur.execute(
                 "INSERT INTO final_choices (attempt_id, lane_id, verified_score, reason, audit_id, package_path, "
                 "decided_by, decided_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING choice_id",
-                [row["attempt_id"], row["lane_id"], row["verified_score"], row["reason"], row.get("audit_id"),
-                 row.get("package_path"), by, utcnow()],
-            ).fetchone()  # fmt: skip
+                [
+                    row["attempt_id"],
+                    row["lane_id"],
+                    row["verified_score"],
+                    row["reason"],
+                    row.get("audit_id"),
+                    row.get("package_path"),
+                    by,
+                    utcnow(),
+                ],
+            ).fetchone()
         assert chosen is not None
         return int(chosen[0]), True
 

@@ -50,8 +50,10 @@ def trusted_key(value: str) -> TrustedKey:
         return TrustedKey(fingerprint(public), f"--public-key {value}", public)
     match = FINGERPRINT.fullmatch(value.strip().lower())
     if match is None:
-        raise ValueError(f"--public-key: {value!r} is neither a file nor a fingerprint (sha256:<64 hex digits>, "
-                         "as `amid finalize` prints it)")  # fmt: skip
+        raise ValueError(
+            f"--public-key: {value!r} is neither a file nor a fingerprint (sha256:<64 hex digits>, "
+            "as `amid finalize` prints it)"
+        )
     return TrustedKey("sha256:" + match.group(1), "--public-key fingerprint")
 
 
@@ -75,11 +77,14 @@ def signature_check(package_dir: Path, trusted: TrustedKey | None) -> SignatureR
         payload, signature = _envelope(package_dir / ATTESTATION)
         carried = load_public((package_dir / PACKAGE_KEY).read_bytes(), PACKAGE_KEY)
     except (OSError, ValueError) as exc:
-        return SignatureResult(failed("signature", f"no usable signature: {exc}", [ATTESTATION, PACKAGE_KEY]), None,
-                               False)  # fmt: skip
+        return SignatureResult(
+            failed("signature", f"no usable signature: {exc}", [ATTESTATION, PACKAGE_KEY]), None, False
+        )
     if trusted is not None and fingerprint(carried) != trusted.fingerprint:
-        detail = (f"{PACKAGE_KEY} is key {fingerprint(carried)}, not the trusted key {trusted.fingerprint} "
-                  f"from {trusted.source}: the package was signed (or its key swapped) by someone else")  # fmt: skip
+        detail = (
+            f"{PACKAGE_KEY} is key {fingerprint(carried)}, not the trusted key {trusted.fingerprint} "
+            f"from {trusted.source}: the package was signed (or its key swapped) by someone else"
+        )
         return SignatureResult(failed("signature", detail, [PACKAGE_KEY, ATTESTATION]), None, False)
     key = trusted.public if trusted is not None and trusted.public is not None else carried
     try:
@@ -90,12 +95,15 @@ def signature_check(package_dir: Path, trusted: TrustedKey | None) -> SignatureR
         return SignatureResult(failed("signature", detail, [ATTESTATION]), None, False)
     statement = json.loads(payload)
     if trusted is None:
-        detail = (f"signed by {fingerprint(key)}, the key the package itself carries: integrity only, NOT "
-                  "authenticity (anyone can re-sign a package); pass --public-key FILE|FINGERPRINT "
-                  "(amid finalize printed it) or -w WORKSPACE")  # fmt: skip
+        detail = (
+            f"signed by {fingerprint(key)}, the key the package itself carries: integrity only, NOT "
+            "authenticity (anyone can re-sign a package); pass --public-key FILE|FINGERPRINT "
+            "(amid finalize printed it) or -w WORKSPACE"
+        )
         return SignatureResult(passed("signature", detail), statement, False)
-    return SignatureResult(passed("signature", f"signed by the trusted key {trusted.fingerprint} ({trusted.source})"),
-                           statement, True)  # fmt: skip
+    return SignatureResult(
+        passed("signature", f"signed by the trusted key {trusted.fingerprint} ({trusted.source})"), statement, True
+    )
 
 
 def _envelope(path: Path) -> tuple[bytes, bytes]:

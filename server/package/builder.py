@@ -104,8 +104,9 @@ def _keep_existing(
         if replace_other:
             return None
         held = f"the package of {manifest.get('attempt_id')}" if manifest else "files that are not a package"
-        raise Conflict(f"attempt_id: package/ holds {held}; pass --force to replace it with {attempt_id}'s",
-                       field="attempt_id")  # fmt: skip
+        raise Conflict(
+            f"attempt_id: package/ holds {held}; pass --force to replace it with {attempt_id}'s", field="attempt_id"
+        )
     digest = manifest_digest((target / MANIFEST).read_bytes())
     record = Packages(ledger.db).latest(attempt_id)
     damaged = _damaged(target, manifest)
@@ -121,8 +122,9 @@ def _keep_existing(
         sign_package(target, key)
     files = manifest.get("files", [])
     size = sum(f["size_bytes"] for f in files)
-    return BuiltPackage(PACKAGE_DIR, attempt_id, digest, len(files), size, built=False,
-                        key_fingerprint=fingerprint(public))  # fmt: skip
+    return BuiltPackage(
+        PACKAGE_DIR, attempt_id, digest, len(files), size, built=False, key_fingerprint=fingerprint(public)
+    )
 
 
 def _signed_by(target: Path, public: Ed25519PublicKey) -> bool:
@@ -169,8 +171,11 @@ def _write_code(ev: PackageEvidence, workspace: Workspace, into: Path) -> list[s
     Returns the scaffold files added (code/-relative)."""
     stored = stored_commit(workspace.commit_store, ev.attempt_id)
     if stored != ev.commit:
-        raise Conflict(f"commit: {ev.commit[:12]} of {ev.attempt_id} is not intact in the server's commit store "
-                       "(COMMIT_UNKNOWN); run `amid audit`", field="commit")  # fmt: skip
+        raise Conflict(
+            f"commit: {ev.commit[:12]} of {ev.attempt_id} is not intact in the server's commit store "
+            "(COMMIT_UNKNOWN); run `amid audit`",
+            field="commit",
+        )
     with detached_worktree(workspace.commit_store, ev.commit) as tree:
         shutil.copytree(tree, into, symlinks=True)
     return vendor(ev.attempt["inference_command"] or [], into)
@@ -194,8 +199,11 @@ def _copy_checked(source: Path, target: Path, artifact: dict[str, Any]) -> None:
                 digest.update(chunk)
                 out.write(chunk)
     except FileNotFoundError:
-        raise Conflict(f"artifacts: {artifact['frozen_path']} ({artifact['role']} {artifact['declared_path']}) "
-                       "is missing (ARTIFACT_MISSING); run `amid audit`", field="artifacts") from None  # fmt: skip
+        raise Conflict(
+            f"artifacts: {artifact['frozen_path']} ({artifact['role']} {artifact['declared_path']}) "
+            "is missing (ARTIFACT_MISSING); run `amid audit`",
+            field="artifacts",
+        ) from None
     if digest.hexdigest() != artifact["sha256"]:
         raise Conflict(
             f"artifacts: {artifact['frozen_path']} ({artifact['role']} {artifact['declared_path']}) "
@@ -212,11 +220,19 @@ def _copy_review(ev: PackageEvidence, workspace: Workspace, target: Path) -> Non
     if source is not None and source.is_file():
         shutil.copyfile(source, target)
         return
-    _write_json(target, {
-        "review_id": ev.review["review_id"], "attempt_id": ev.attempt_id, "commit": ev.commit,
-        "verdict": ev.evidence["verdict"], "checks": ev.checks, "metrics": ev.verified,
-        "source": f"ledger: the report file {report or 'reviews/' + str(ev.review['review_id']) + '.json'} is missing",
-    })  # fmt: skip
+    missing = f"reviews/{ev.review['review_id']}.json"
+    _write_json(
+        target,
+        {
+            "review_id": ev.review["review_id"],
+            "attempt_id": ev.attempt_id,
+            "commit": ev.commit,
+            "verdict": ev.evidence["verdict"],
+            "checks": ev.checks,
+            "metrics": ev.verified,
+            "source": f"ledger: the report file {report or missing} is missing",
+        },
+    )
 
 
 def _checkpoint_name(ev: PackageEvidence) -> str | None:

@@ -34,22 +34,35 @@ def finalize_command(workspace: Path, attempt_id: str | None, force: bool, as_js
         click.echo(json.dumps(result, indent=1))
         return
     verb = "built" if result["built"] else "kept (already built)"
-    click.echo(f"final attempt {result['attempt_id']} (choice {result['choice_id']}"
-               f"{', replaced the earlier choice' if result['replaced'] else ''}); package {verb}: "
-               f"{ws.root / result['path']}")  # fmt: skip
+    click.echo(
+        f"final attempt {result['attempt_id']} (choice {result['choice_id']}"
+        f"{', replaced the earlier choice' if result['replaced'] else ''}); package {verb}: "
+        f"{ws.root / result['path']}"
+    )
     click.echo(f"{result['n_files']} files, {result['size_bytes']} bytes, manifest sha256 {result['manifest_sha256']}")
     key = result["key_fingerprint"]
-    click.echo(f"signed with the run's Ed25519 key {key} (public key: {ws.control_dir / PUBLIC_FILE}); keep this "
-               f"fingerprint to check the package anywhere: amid verify-package PKG --public-key {key}")  # fmt: skip
+    click.echo(
+        f"signed with the run's Ed25519 key {key} (public key: {ws.control_dir / PUBLIC_FILE}); keep this "
+        f"fingerprint to check the package anywhere: amid verify-package PKG --public-key {key}"
+    )
 
 
 @click.command("verify-package")
 @click.argument("package_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
-@click.option("--workspace", "-w", type=click.Path(path_type=Path), default=None,
-              help="the run's workspace: also check the ledger's record, the code, re-score, re-grade")  # fmt: skip
-@click.option("--public-key", "public_key", default=None, metavar="FILE|FINGERPRINT",
-              help="the run's public key (PEM file) or the fingerprint amid finalize printed [with -w: the "
-              "workspace's key]")  # fmt: skip
+@click.option(
+    "--workspace",
+    "-w",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="the run's workspace: also check the ledger's record, the code, re-score, re-grade",
+)
+@click.option(
+    "--public-key",
+    "public_key",
+    default=None,
+    metavar="FILE|FINGERPRINT",
+    help="the run's public key (PEM file) or the fingerprint amid finalize printed [with -w: the workspace's key]",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the checks as JSON")
 def verify_package_command(package_dir: Path, workspace: Path | None, public_key: str | None, as_json: bool) -> None:
     """Re-hash every file of a package against its manifest and its signed statement, check the
@@ -103,5 +116,7 @@ def _print(report: Any) -> None:
     elif report.authenticated:
         click.echo(f"package {report.package} of {report.attempt_id}: all checks passed, signed by the trusted key")
     else:
-        click.echo(f"package {report.package} of {report.attempt_id}: intact, but NOT authenticated: no trusted key "
-                   "(pass --public-key FILE|FINGERPRINT or -w WORKSPACE); exit 3")  # fmt: skip
+        click.echo(
+            f"package {report.package} of {report.attempt_id}: intact, but NOT authenticated: no trusted key "
+            "(pass --public-key FILE|FINGERPRINT or -w WORKSPACE); exit 3"
+        )

@@ -39,13 +39,15 @@ def gather(ledger: Ledger, attempt_id: str) -> PackageEvidence:
     """The evidence of an attempt that may be final; NotFound / Conflict naming what is wrong."""
     row = ledger.db.fetchone("SELECT * FROM v_evidence WHERE attempt_id = ?", [attempt_id])
     if row is None:
-        raise NotFound(f"attempt_id: no attempt {attempt_id!r}; see `amid sql \"SELECT * FROM v_evidence\"`",
-                       field="attempt_id")  # fmt: skip
+        raise NotFound(
+            f'attempt_id: no attempt {attempt_id!r}; see `amid sql "SELECT * FROM v_evidence"`', field="attempt_id"
+        )
     lane = ledger.lanes.get(row["lane_id"]) if row["lane_id"] else None
     problems = final_problems(row, lane["status"] if lane else None)
     if problems:
-        raise Conflict(f"attempt_id: {attempt_id} cannot be packaged as final: {'; '.join(problems)}",
-                       field="attempt_id")  # fmt: skip
+        raise Conflict(
+            f"attempt_id: {attempt_id} cannot be packaged as final: {'; '.join(problems)}", field="attempt_id"
+        )
     review = ledger.reviews.get(str(row["review_id"]))
     checks = ledger.reviews.checks(str(row["review_id"]))
     return PackageEvidence(
@@ -58,9 +60,11 @@ def gather(ledger: Ledger, attempt_id: str) -> PackageEvidence:
         holdout_check=next((c for c in checks if c["code"] == "HOLDOUT_GAP"), None),
         review=review,
         lineage=lineage(ledger, ledger.attempts.get(attempt_id).get("parent_attempt_id")),
-        run={key: ledger.activity.get_state(key)
-             for key in ("task_id", "contract_hash", "primary_metric", "primary_direction")},
-    )  # fmt: skip
+        run={
+            key: ledger.activity.get_state(key)
+            for key in ("task_id", "contract_hash", "primary_metric", "primary_direction")
+        },
+    )
 
 
 def lineage(ledger: Ledger, parent_id: str | None, limit: int = 100) -> list[dict[str, Any]]:

@@ -41,8 +41,11 @@ def finalize(
             Packages(ledger.db).set_choice_package(int(known["choice_id"]), built.path)
         return _result(int(known["choice_id"]), built, replaced=False)
     if not force:
-        raise Conflict(f"attempt_id: the final choice is {known['attempt_id']} (by {known['decided_by']}); "
-                       f"pass --force to replace it with {target}", field="attempt_id")  # fmt: skip
+        raise Conflict(
+            f"attempt_id: the final choice is {known['attempt_id']} (by {known['decided_by']}); "
+            f"pass --force to replace it with {target}",
+            field="attempt_id",
+        )
     evidence = gather(ledger, target)  # refuses before anything is rebuilt
     built = build(ledger, workspace, target, by=by, force=True)
     row = {**evidence.evidence, "reason": reason, "package_path": built.path}

@@ -60,8 +60,12 @@ def entry(root: Path, rel: str) -> dict[str, Any]:
     path = root / rel
     if path.is_symlink():
         target = os.readlink(path)
-        return {"path": rel, "sha256": hashlib.sha256(target.encode()).hexdigest(), "size_bytes": len(target),
-                "symlink": target}  # fmt: skip
+        return {
+            "path": rel,
+            "sha256": hashlib.sha256(target.encode()).hexdigest(),
+            "size_bytes": len(target),
+            "symlink": target,
+        }
     return {"path": rel, "sha256": sha256_of(path), "size_bytes": path.stat().st_size}
 
 

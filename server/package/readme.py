@@ -118,9 +118,15 @@ def _example(ev: PackageEvidence, checkpoint_name: str | None) -> list[str]:
     argv = ev.attempt["inference_command"]
     if not argv:
         return []
-    values = {"{python}": "python", "{code_dir}": ".", "{checkpoint}": f"../weights/{checkpoint_name or ''}",
-              "{input_dir}": "/path/to/images", "{output_dir}": "/path/to/predictions",
-              "{fold}": str((ev.attempt["folds"] or [0])[0]), "{case_ids}": "CASE_A,CASE_B"}  # fmt: skip
+    values = {
+        "{python}": "python",
+        "{code_dir}": ".",
+        "{checkpoint}": f"../weights/{checkpoint_name or ''}",
+        "{input_dir}": "/path/to/images",
+        "{output_dir}": "/path/to/predictions",
+        "{fold}": str((ev.attempt["folds"] or [0])[0]),
+        "{case_ids}": "CASE_A,CASE_B",
+    }
     filled = [_fill(part, values) for part in argv]
     return ["", "For example, from this package's `code/` folder:", "", "```bash", shlex.join(filled), "```"]
 

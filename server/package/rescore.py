@@ -25,18 +25,37 @@ ROLES = ("predictions", "submission")
 def context(package_dir: Path, manifest: dict[str, Any], workspace: Workspace) -> ReviewContext:
     """A review context over the package's prediction and submission files (absolute paths)."""
     refs = [
-        ArtifactRef(role=a["role"], fold=a["fold"], member=a["member"], declared_path=a["declared_path"],
-                    sha256=a["sha256"], frozen_path=str((package_dir / a["path"]).resolve()))
-        for a in manifest.get("artifacts", []) if a["role"] in ROLES
-    ]  # fmt: skip
+        ArtifactRef(
+            role=a["role"],
+            fold=a["fold"],
+            member=a["member"],
+            declared_path=a["declared_path"],
+            sha256=a["sha256"],
+            frozen_path=str((package_dir / a["path"]).resolve()),
+        )
+        for a in manifest.get("artifacts", [])
+        if a["role"] in ROLES
+    ]
     defaults = Settings(workspace=workspace.root)
     job = ReviewJob(
-        review_id="verify-package", attempt_id=str(manifest.get("attempt_id")), agent_id=str(manifest.get("agent_id")),
-        workspace=str(workspace.root), commit=str(manifest.get("commit")), folds=list(manifest.get("folds") or []),
-        declared={}, claims=[], parent=None, artifacts=refs, inference_command=None, baselines=[], earlier=[],
-        replay_timeout_s=defaults.replay_timeout_s, grader_timeout_s=defaults.grader_timeout_s,
-        python=sys.executable, grader_python=workspace.grader_python(),
-    )  # fmt: skip
+        review_id="verify-package",
+        attempt_id=str(manifest.get("attempt_id")),
+        agent_id=str(manifest.get("agent_id")),
+        workspace=str(workspace.root),
+        commit=str(manifest.get("commit")),
+        folds=list(manifest.get("folds") or []),
+        declared={},
+        claims=[],
+        parent=None,
+        artifacts=refs,
+        inference_command=None,
+        baselines=[],
+        earlier=[],
+        replay_timeout_s=defaults.replay_timeout_s,
+        grader_timeout_s=defaults.grader_timeout_s,
+        python=sys.executable,
+        grader_python=workspace.grader_python(),
+    )
     ctx = ReviewContext.load(job)
     ctx.intact = {ref.frozen_path for ref in refs if Path(ref.frozen_path).is_file()}
     return ctx

@@ -36,8 +36,21 @@ PUBLIC_FILE = "package-signing.pub"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://amid.dev/package-evidence/v1"
-PREDICATE_KEYS = ("task_id", "contract_hash", "attempt_id", "commit", "lane_id", "agent_id", "review_id", "verdict",
-                  "budget_class", "primary_metric", "direction", "verified_primary_score", "built_at")  # fmt: skip
+PREDICATE_KEYS = (
+    "task_id",
+    "contract_hash",
+    "attempt_id",
+    "commit",
+    "lane_id",
+    "agent_id",
+    "review_id",
+    "verdict",
+    "budget_class",
+    "primary_metric",
+    "direction",
+    "verified_primary_score",
+    "built_at",
+)
 
 
 def fingerprint(public: Ed25519PublicKey) -> str:
@@ -68,9 +81,11 @@ def run_key(control_dir: Path) -> Ed25519PrivateKey:
         _create(path, Ed25519PrivateKey.generate())
     mode = path.stat().st_mode & 0o777
     if mode & 0o077:
-        raise Conflict(f"signing key: {path} has mode {mode:o}, readable by others; `chmod 600 {path}` "
-                       "(or delete it to make a new key, and rebuild with amid finalize --force)",
-                       field="signing_key")  # fmt: skip
+        raise Conflict(
+            f"signing key: {path} has mode {mode:o}, readable by others; `chmod 600 {path}` "
+            "(or delete it to make a new key, and rebuild with amid finalize --force)",
+            field="signing_key",
+        )
     key = serialization.load_pem_private_key(path.read_bytes(), password=None)
     if not isinstance(key, Ed25519PrivateKey):
         raise Conflict(f"signing key: {path} is not an Ed25519 private key", field="signing_key")
@@ -81,8 +96,7 @@ def run_key(control_dir: Path) -> Ed25519PrivateKey:
 
 
 def _create(path: Path, key: Ed25519PrivateKey) -> None:
-    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                            serialization.NoEncryption())  # fmt: skip
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     handle, tmp = tempfile.mkstemp(prefix=".key-", dir=path.parent)  # mkstemp files are 0600
     try:
         with os.fdopen(handle, "wb") as out:
@@ -125,9 +139,10 @@ def sign_package(package_dir: Path, key: Ed25519PrivateKey) -> str:
     envelope = {
         "payloadType": PAYLOAD_TYPE,
         "payload": base64.b64encode(payload).decode(),
-        "signatures": [{"keyid": fingerprint(public), "sig": base64.b64encode(key.sign(pae(PAYLOAD_TYPE, payload)))
-                        .decode()}],
-    }  # fmt: skip
+        "signatures": [
+            {"keyid": fingerprint(public), "sig": base64.b64encode(key.sign(pae(PAYLOAD_TYPE, payload))).decode()}
+        ],
+    }
     _replace(package_dir / ATTESTATION, (json.dumps(envelope, indent=1) + "\n").encode())
     _replace(package_dir / PACKAGE_KEY, public_pem(public))
     return fingerprint(public)

@@ -102,8 +102,9 @@ def manifest_hash_check(package_dir: Path) -> PackageCheck:
     if recorded is None:
         return failed("manifest hash", f"{MANIFEST_HASH} is missing or empty", [MANIFEST_HASH])
     if recorded != digest:
-        return failed("manifest hash", f"{MANIFEST} has sha256 {digest[:16]}…, {MANIFEST_HASH} says {recorded[:16]}…",
-                      [MANIFEST])  # fmt: skip
+        return failed(
+            "manifest hash", f"{MANIFEST} has sha256 {digest[:16]}…, {MANIFEST_HASH} says {recorded[:16]}…", [MANIFEST]
+        )
     return passed("manifest hash", f"{MANIFEST} matches {MANIFEST_HASH} ({digest[:16]}…)")
 
 
@@ -118,8 +119,11 @@ def files_check(
     extra = sorted(rel for rel in present if rel not in listed)
     changed = sorted(rel for rel in listed if rel not in missing and _differs(package_dir, rel, listed[rel], hashes))
     if missing or extra or changed:
-        parts = [f"{label}: {', '.join(names[:20])}" for label, names in
-                 (("missing", missing), ("extra", extra), ("changed", changed)) if names]  # fmt: skip
+        parts = [
+            f"{label}: {', '.join(names[:20])}"
+            for label, names in (("missing", missing), ("extra", extra), ("changed", changed))
+            if names
+        ]
         return failed("files", "; ".join(parts), [*missing, *extra, *changed])
     return passed("files", f"{len(listed)} files match their sha256 and size")
 

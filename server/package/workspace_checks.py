@@ -36,13 +36,20 @@ def ledger_check(package_dir: Path, manifest: dict[str, Any], record: dict[str, 
         return failed("ledger", f"the ledger records no package build of {manifest.get('attempt_id')}", [MANIFEST])
     if digest not in {b["manifest_sha256"] for b in builds}:
         latest = builds[-1]["manifest_sha256"]
-        return failed("ledger", f"{MANIFEST} has sha256 {digest[:16]}…; the ledger recorded {latest[:16]}… for the "
-                      f"build of {manifest.get('attempt_id')}: the manifest was edited", [MANIFEST])  # fmt: skip
+        return failed(
+            "ledger",
+            f"{MANIFEST} has sha256 {digest[:16]}…; the ledger recorded {latest[:16]}… for the "
+            f"build of {manifest.get('attempt_id')}: the manifest was edited",
+            [MANIFEST],
+        )
     wrong = _ledger_disagreements(package_dir, manifest, record)
     if wrong:
         return failed("ledger", f"differs from the ledger: {', '.join(wrong[:20])}", wrong)
-    return passed("ledger", f"{MANIFEST} is the build the ledger recorded ({digest[:16]}…); artifacts, commit and "
-                  "verified scores agree with the ledger")  # fmt: skip
+    return passed(
+        "ledger",
+        f"{MANIFEST} is the build the ledger recorded ({digest[:16]}…); artifacts, commit and "
+        "verified scores agree with the ledger",
+    )
 
 
 def _ledger_disagreements(package_dir: Path, manifest: dict[str, Any], record: dict[str, Any]) -> list[str]:
@@ -115,8 +122,11 @@ def rescore_check(
         f for f in set(claimed) | set(rescored) if not same_numbers(claimed.get(f, {}), rescored.get(f, {}))
     )
     if wrong_folds:
-        named = [str(a["path"]) for a in manifest.get("artifacts", [])
-                 if a["role"] == "predictions" and str(a["fold"]) in wrong_folds]  # fmt: skip
+        named = [
+            str(a["path"])
+            for a in manifest.get("artifacts", [])
+            if a["role"] == "predictions" and str(a["fold"]) in wrong_folds
+        ]
         detail = "; ".join(
             f"fold {f}: scores.json {claimed.get(f)} vs re-scored {rescored.get(f)}" for f in wrong_folds
         )
@@ -132,6 +142,11 @@ def grader_check(manifest: dict[str, Any], check: Any) -> PackageCheck:
     if check.passed:
         return passed("grader", check.message)
     reasons = check.evidence.get("reasons") or []
-    named = sorted({str(a["path"]) for a in manifest.get("artifacts", []) if a["role"] == "submission"
-                    and any(str(a.get("member") or "") in r for r in reasons)})  # fmt: skip
+    named = sorted(
+        {
+            str(a["path"])
+            for a in manifest.get("artifacts", [])
+            if a["role"] == "submission" and any(str(a.get("member") or "") in r for r in reasons)
+        }
+    )
     return failed("grader", check.message, named or ["submission"])

@@ -16,8 +16,12 @@ REPORT_FILE = "report.html"
 
 @click.command("report")
 @workspace_option
-@click.option("--out", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help=f"where to write the page [WORKSPACE/{REPORT_FILE}]")  # fmt: skip
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help=f"where to write the page [WORKSPACE/{REPORT_FILE}]",
+)
 def report_command(workspace: Path, out: Path | None) -> None:
     """Write one self-contained HTML page of the run: plots of scores, lanes, agents, checks and
     lineage, the leaderboard and the final package. No script, font or network is needed to read it."""
@@ -76,8 +80,11 @@ def _refuse_non_human(ws: Any, name: str) -> None:
     finally:
         ledger.close()
     if role not in (None, "human"):
-        raise Forbidden(f"as: got {name!r} with role {role}; expected a human identity (the dashboard is for people: "
-                        "amid token create NAME --role human)", field="as")  # fmt: skip
+        raise Forbidden(
+            f"as: got {name!r} with role {role}; expected a human identity (the dashboard is for people: "
+            "amid token create NAME --role human)",
+            field="as",
+        )
 
 
 def _echo_link(mcp_url: str, link: dict[str, object], *, served_here: bool) -> None:

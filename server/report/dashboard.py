@@ -71,11 +71,17 @@ def add_dashboard_route(mcp: MCPServer, services: Services) -> None:
         if human is None:
             caller = await anyio.to_thread.run_sync(_bearer, request, services)
             if caller is None:
-                return _refused(401, "dashboard: send Authorization: Bearer <token> with a human token "
-                                     f"(amid token create NAME --role human), or {LOGIN_HELP}")  # fmt: skip
+                return _refused(
+                    401,
+                    "dashboard: send Authorization: Bearer <token> with a human token "
+                    f"(amid token create NAME --role human), or {LOGIN_HELP}",
+                )
             if caller.role != "human":
-                return _refused(403, f"dashboard: the token of {caller.agent_id} has role {caller.role}; "
-                                     "the dashboard needs a human token")  # fmt: skip
+                return _refused(
+                    403,
+                    f"dashboard: the token of {caller.agent_id} has role {caller.role}; "
+                    "the dashboard needs a human token",
+                )
         page = await anyio.to_thread.run_sync(_page, services, human)
         return HTMLResponse(page, headers=NO_STORE)
 

@@ -108,8 +108,13 @@ def login_link(ledger: Ledger, logins: DashboardLogins, body: dict[str, object])
         )
     if role is None:
         ledger.identities.create_token(name, "human")
-        ledger.activity.log("token_created", agent_id=None, subject_type="agent", subject_id=name,
-                            payload={"role": "human", "for": "dashboard login"})  # fmt: skip
+        ledger.activity.log(
+            "token_created",
+            agent_id=None,
+            subject_type="agent",
+            subject_id=name,
+            payload={"role": "human", "for": "dashboard login"},
+        )
     elif not holds_human_token(ledger, name):
         raise InvalidInput(
             f"as: got {name!r}, whose tokens are all revoked; expected a human with a live token "
@@ -117,6 +122,11 @@ def login_link(ledger: Ledger, logins: DashboardLogins, body: dict[str, object])
             field="as",
         )
     code = logins.issue_code(name, float(valid_s))
-    ledger.activity.log("dashboard_link_issued", agent_id=None, subject_type="agent", subject_id=name,
-                        payload={"valid_s": float(valid_s)})  # fmt: skip
+    ledger.activity.log(
+        "dashboard_link_issued",
+        agent_id=None,
+        subject_type="agent",
+        subject_id=name,
+        payload={"valid_s": float(valid_s)},
+    )
     return {"as": name, "path": f"/dashboard/login?code={code}", "valid_s": float(valid_s)}

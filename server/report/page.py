@@ -108,13 +108,17 @@ def shown_notice(run: RunData, workspace: Path) -> Markup:
     if n_shown >= run.n_attempts and not run.bucketed and not run.truncated:
         return el("p", f"This page shows all {run.n_attempts:,} attempts of the run.", id="shown", class_="caption")
     ws = quote(str(workspace))
-    parts = [f"This page shows the newest {n_shown:,} of {run.n_attempts:,} attempts",
-             _accepted_shown(run),
-             f" the counts and the lane table are over the whole run, and a plot draws at most"
-             f" {queries.POINTS:,} points (beyond that: the newest, or aggregates per time slice, as its caption"
-             " says). The rest, from the ledger: ",
-             el("code", f"amid sql {quote(REST_SQL)} -w {ws} --limit 100000"), " (page on with --offset) or ",
-             el("code", f"amid export -w {ws}"), " (every table as Parquet)."]  # fmt: skip
+    parts = [
+        f"This page shows the newest {n_shown:,} of {run.n_attempts:,} attempts",
+        _accepted_shown(run),
+        f" the counts and the lane table are over the whole run, and a plot draws at most"
+        f" {queries.POINTS:,} points (beyond that: the newest, or aggregates per time slice, as its caption"
+        " says). The rest, from the ledger: ",
+        el("code", f"amid sql {quote(REST_SQL)} -w {ws} --limit 100000"),
+        " (page on with --offset) or ",
+        el("code", f"amid export -w {ws}"),
+        " (every table as Parquet).",
+    ]
     if run.truncated:  # a query that is not bounded by the page's own limits reached the read path's
         parts.append(f" These read at most {queries.ROW_LIMIT:,} rows and show the first: {', '.join(run.truncated)}.")
     return el("p", parts, id="shown", class_="shown")

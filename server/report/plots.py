@@ -33,14 +33,24 @@ def _bar_frame(n_rows: int, x_max: float) -> Frame:
 
 def _category(frame: Frame, row: int, label: str) -> Markup:
     shown = label if len(label) <= 30 else label[:29] + "…"
-    return el("text", el("title", label), shown, x=frame.x.start - 6, y=frame.y(row) + 4, class_="category",
-              text_anchor="end")  # fmt: skip
+    return el(
+        "text", el("title", label), shown, x=frame.x.start - 6, y=frame.y(row) + 4, class_="category", text_anchor="end"
+    )
 
 
 def _segment(frame: Frame, row: int, start: float, length: float, fill: str, tip: str, **data: str | int) -> Markup:
     x0, x1 = frame.x(start), frame.x(start + length)
-    return el("rect", el("title", tip), x=x0, y=frame.y(row) - BAR_PX * 0.36, width=round(x1 - x0, 2),
-              height=round(BAR_PX * 0.72, 2), fill=fill, class_="mark bar", **data)  # fmt: skip
+    return el(
+        "rect",
+        el("title", tip),
+        x=x0,
+        y=frame.y(row) - BAR_PX * 0.36,
+        width=round(x1 - x0, 2),
+        height=round(BAR_PX * 0.72, 2),
+        fill=fill,
+        class_="mark bar",
+        **data,
+    )
 
 
 def lane_coverage(run: RunData) -> Markup:
@@ -58,10 +68,20 @@ def lane_coverage(run: RunData) -> Markup:
         n_marks += len(segments)
         end = float(lane["n_attempts"])
         parts.extend(segments)
-        parts.append(el("text", f"{lane['n_attempts']} · {lane['status']}", x=frame.x(end) + 6,
-                        y=frame.y(row) + 4, class_="bar-label", data_lane=str(lane["lane_id"])))  # fmt: skip
-    keys = [(kind if kind != "other" else "pending / withdrawn", STATUS_COLOURS.get(kind, OTHER_COLOUR))
-            for kind in LANE_STACK]  # fmt: skip
+        parts.append(
+            el(
+                "text",
+                f"{lane['n_attempts']} · {lane['status']}",
+                x=frame.x(end) + 6,
+                y=frame.y(row) + 4,
+                class_="bar-label",
+                data_lane=str(lane["lane_id"]),
+            )
+        )
+    keys = [
+        (kind if kind != "other" else "pending / withdrawn", STATUS_COLOURS.get(kind, OTHER_COLOUR))
+        for kind in LANE_STACK
+    ]
     body = svg(parts, label=title, height=frame.height)
     return panel(plot_id, title, n_marks, Markup(body + legend(keys)), "bar label: attempts · lane state")
 
@@ -102,8 +122,9 @@ def check_failures(run: RunData) -> Markup:
             n = by_code[code][severity]
             parts.append(_segment(frame, row, start, n, fills[severity], f"{code}: {n} {severity}"))
             start, n_marks = start + n, n_marks + 1
-        parts.append(el("text", int(start), x=frame.x(start) + 6, y=frame.y(row) + 4, class_="bar-label count",
-                        data_code=code))  # fmt: skip
+        parts.append(
+            el("text", int(start), x=frame.x(start) + 6, y=frame.y(row) + 4, class_="bar-label count", data_code=code)
+        )
     body = svg(parts, label=title, height=frame.height)
     return panel(plot_id, title, n_marks, Markup(body + legend(list(fills.items()))))
 
@@ -121,8 +142,19 @@ def _scatter(
     points = sorted(points, key=lambda p: p[2] == "accepted")  # accepted drawn last, on top of duplicates
     lo, hi = extent([v for x, y, _, _ in points for v in (x, y)])
     frame = Frame.over((lo, hi), (lo, hi))
-    marks = [el("circle", el("title", tip), cx=frame.x(x), cy=frame.y(y), r=5, fill=STATUS_COLOURS.get(status, "#777"),
-                fill_opacity=0.75, class_="mark") for x, y, status, tip in points]  # fmt: skip
+    marks = [
+        el(
+            "circle",
+            el("title", tip),
+            cx=frame.x(x),
+            cy=frame.y(y),
+            r=5,
+            fill=STATUS_COLOURS.get(status, "#777"),
+            fill_opacity=0.75,
+            class_="mark",
+        )
+        for x, y, status, tip in points
+    ]
     body = svg(axes(frame, x_label, y_label), identity_line(frame), marks, label=title)
     statuses = sorted({status for _, _, status, _ in points})
     keys = [(status, STATUS_COLOURS.get(status, "#777")) for status in statuses]
@@ -134,9 +166,15 @@ def declared_vs_verified(run: RunData) -> Markup:
     rows = [r for r in run.tables["declared_verified"] if r["declared"] is not None and r["verified"] is not None]
     if not rows:
         return empty_panel(plot_id, title, "no attempt has both a declared and a verified fold score")
-    points = [(float(r["declared"]), float(r["verified"]), str(r["status"]),
-               f"{r['attempt_id']} fold {r['fold']}: declared {fmt(r['declared'])}, verified {fmt(r['verified'])}")
-              for r in rows]  # fmt: skip
+    points = [
+        (
+            float(r["declared"]),
+            float(r["verified"]),
+            str(r["status"]),
+            f"{r['attempt_id']} fold {r['fold']}: declared {fmt(r['declared'])}, verified {fmt(r['verified'])}",
+        )
+        for r in rows
+    ]
     return _scatter(
         plot_id,
         title,
@@ -152,9 +190,15 @@ def holdout_vs_validation(run: RunData) -> Markup:
     rows = [r for r in run.tables["holdout"] if r["holdout"] is not None]
     if not rows:
         return empty_panel(plot_id, title, "no review has replayed an attempt on the server-held holdout")
-    points = [(float(r["validation"]), float(r["holdout"]), str(r["status"]),
-               f"{r['attempt_id']}: validation {fmt(r['validation'])}, holdout {fmt(r['holdout'])}")
-              for r in rows]  # fmt: skip
+    points = [
+        (
+            float(r["validation"]),
+            float(r["holdout"]),
+            str(r["status"]),
+            f"{r['attempt_id']}: validation {fmt(r['validation'])}, holdout {fmt(r['holdout'])}",
+        )
+        for r in rows
+    ]
     return _scatter(
         plot_id,
         title,
@@ -190,13 +234,28 @@ def lineage(run: RunData) -> Markup:
         x, y = frame.x(col), frame.y(row)
         stroke = colour(lanes.index(attempt["lane_id"] or "(no lane)"))
         tip = f"{attempt_id} ({attempt['lane_id']}, {attempt['status']}); parent {attempt['parent_attempt_id'] or '-'}"
-        parts.append(el("circle", el("title", tip), cx=x, cy=y, r=7, fill=STATUS_COLOURS.get(attempt["status"], "#777"),
-                        stroke=stroke, stroke_width=3, class_="mark node"))  # fmt: skip
+        parts.append(
+            el(
+                "circle",
+                el("title", tip),
+                cx=x,
+                cy=y,
+                r=7,
+                fill=STATUS_COLOURS.get(attempt["status"], "#777"),
+                stroke=stroke,
+                stroke_width=3,
+                class_="mark node",
+            )
+        )
         parts.append(el("text", f"{attempt_id} · {attempt['lane_id'] or '-'}", x=x + 12, y=y + 4, class_="node-label"))
     n_edges = sum(1 for a in attempts if a["parent_attempt_id"] in position)
-    body = svg(el("text", "generation →", x=frame.x.end, y=frame.height - 8, class_="x-label", text_anchor="end"),
-               el("text", "attempts", x=14, y=MARGIN_TOP + 10, class_="y-label"), parts, label=title,
-               height=frame.height)  # fmt: skip
+    body = svg(
+        el("text", "generation →", x=frame.x.end, y=frame.height - 8, class_="x-label", text_anchor="end"),
+        el("text", "attempts", x=14, y=MARGIN_TOP + 10, class_="y-label"),
+        parts,
+        label=title,
+        height=frame.height,
+    )
     caption = f"{len(position)} attempts, {n_edges} parent edges; fill: status, ring: lane"
     if run.n_attempts > len(position):
         newest = f"the newest {len(position):,} of {run.n_attempts:,} attempts"

@@ -177,9 +177,16 @@ def load_run(query: Query) -> RunData:
         tables[name] = query(sql(BUCKETED[name]))
     span = (query(sql("span")) or [{}])[0]
     truncated = tuple(name for name, rows in tables.items() if len(rows) >= ROW_LIMIT)
-    return RunData(state=state, counts=counts, first_activity=as_time(span.get("first_activity")),
-                   done_at=as_time(span.get("done_at")), tables=tables, truncated=truncated, totals=totals,
-                   bucketed=bucketed)  # fmt: skip
+    return RunData(
+        state=state,
+        counts=counts,
+        first_activity=as_time(span.get("first_activity")),
+        done_at=as_time(span.get("done_at")),
+        tables=tables,
+        truncated=truncated,
+        totals=totals,
+        bucketed=bucketed,
+    )
 
 
 def as_time(value: Any) -> datetime | None:

@@ -121,8 +121,16 @@ def identity_line(frame: Frame) -> Markup:
 
 
 def svg(*children: Child | Iterable[Child], label: str, height: int = HEIGHT) -> Markup:
-    return el("svg", *children, xmlns="http://www.w3.org/2000/svg", viewBox=f"0 0 {WIDTH} {height}",
-              width=WIDTH, height=height, role="img", aria_label=label)  # fmt: skip
+    return el(
+        "svg",
+        *children,
+        xmlns="http://www.w3.org/2000/svg",
+        viewBox=f"0 0 {WIDTH} {height}",
+        width=WIDTH,
+        height=height,
+        role="img",
+        aria_label=label,
+    )
 
 
 def legend(entries: Sequence[tuple[str, str]]) -> Markup:
@@ -133,11 +141,24 @@ def legend(entries: Sequence[tuple[str, str]]) -> Markup:
 
 def panel(plot_id: str, title: str, n_marks: int, body: Markup, caption: str = "") -> Markup:
     """A plot with its id, title and mark count; `body` is its SVG and legend."""
-    return el("section", el("h3", title), body, el("p", caption, class_="caption") if caption else None,
-              id=plot_id, class_="panel plot", data_n=n_marks)  # fmt: skip
+    return el(
+        "section",
+        el("h3", title),
+        body,
+        el("p", caption, class_="caption") if caption else None,
+        id=plot_id,
+        class_="panel plot",
+        data_n=n_marks,
+    )
 
 
 def empty_panel(plot_id: str, title: str, why: str) -> Markup:
     """What a plot shows before its data exists: an explicit note, data-n 0."""
-    return el("section", el("h3", title), el("p", "no data yet: ", why, class_="no-data"),
-              id=plot_id, class_="panel plot empty", data_n=0)  # fmt: skip
+    return el(
+        "section",
+        el("h3", title),
+        el("p", "no data yet: ", why, class_="no-data"),
+        id=plot_id,
+        class_="panel plot empty",
+        data_n=0,
+    )

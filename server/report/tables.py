@@ -16,21 +16,44 @@ from amid.server.report.queries import RunData, as_time
 def table(table_id: str, title: str, header: list[str], rows: list[list[Child]], empty: str, **attrs: Child) -> Markup:
     """A titled table; no rows gives an explicit "no data yet" line instead of an empty grid."""
     if not rows:
-        return el("section", el("h3", title), el("p", "no data yet: ", empty, class_="no-data"),
-                  id=table_id, class_="panel table empty", data_n=0)  # fmt: skip
+        return el(
+            "section",
+            el("h3", title),
+            el("p", "no data yet: ", empty, class_="no-data"),
+            id=table_id,
+            class_="panel table empty",
+            data_n=0,
+        )
     head = el("thead", el("tr", [el("th", name) for name in header]))
     body = el("tbody", [el("tr", [el("td", cell) for cell in row]) for row in rows])
-    return el("section", el("h3", title), el("table", head, body), id=table_id, class_="panel table",
-              data_n=len(rows), **attrs)  # fmt: skip
+    return el(
+        "section",
+        el("h3", title),
+        el("table", head, body),
+        id=table_id,
+        class_="panel table",
+        data_n=len(rows),
+        **attrs,
+    )
 
 
 def lanes_table(run: RunData) -> Markup:
     # per lane over every accepted attempt (an aggregate), not over the leaderboard rows the page lists
     side = "highest" if run.higher_better else "lowest"
     best = {str(row["lane_id"]): float(row[side]) for row in run.tables["lane_best"] if row[side] is not None}
-    rows = [[lane["lane_id"], lane["title"], lane["tier"], lane["status"], int(lane["n_attempts"]),
-             int(lane["n_accepted"]), int(lane["n_rejected"]), _best_cell(best.get(str(lane["lane_id"])))]
-            for lane in run.tables["lanes"]]  # fmt: skip
+    rows = [
+        [
+            lane["lane_id"],
+            lane["title"],
+            lane["tier"],
+            lane["status"],
+            int(lane["n_attempts"]),
+            int(lane["n_accepted"]),
+            int(lane["n_rejected"]),
+            _best_cell(best.get(str(lane["lane_id"]))),
+        ]
+        for lane in run.tables["lanes"]
+    ]
     header = ["lane", "title", "tier", "state", "attempts", "accepted", "rejected", f"best verified {run.metric}"]
     return table("table-lanes", "Lanes", header, rows, "no lane is planned yet")
 
@@ -45,11 +68,33 @@ def _ranked(run: RunData) -> list[dict[str, Any]]:
 
 def leaderboard_table(run: RunData) -> Markup:
     ranked = _ranked(run)
-    rows = [[rank, r["attempt_id"], r["agent_id"], r["lane_id"], _best_cell(float(r["verified_score"])),
-             fmt(r["score_se"]), r["tries"], fmt(r["score_bound"]), r["n_folds"], str(r["commit_sha"])[:12]]
-            for rank, r in enumerate(ranked[: queries.ACCEPTED], start=1)]  # fmt: skip
-    header = ["rank", "attempt", "agent", "lane", f"verified {run.metric}", "± SE", "tries", "ranked by", "folds",
-              "commit"]  # fmt: skip
+    rows = [
+        [
+            rank,
+            r["attempt_id"],
+            r["agent_id"],
+            r["lane_id"],
+            _best_cell(float(r["verified_score"])),
+            fmt(r["score_se"]),
+            r["tries"],
+            fmt(r["score_bound"]),
+            r["n_folds"],
+            str(r["commit_sha"])[:12],
+        ]
+        for rank, r in enumerate(ranked[: queries.ACCEPTED], start=1)
+    ]
+    header = [
+        "rank",
+        "attempt",
+        "agent",
+        "lane",
+        f"verified {run.metric}",
+        "± SE",
+        "tries",
+        "ranked by",
+        "folds",
+        "commit",
+    ]
     title = "Leaderboard (accepted attempts, ranked by a bound widened for tries)"
     if len(ranked) > len(rows):
         title += f": the best {len(rows):,} of {len(ranked):,}"
@@ -58,9 +103,18 @@ def leaderboard_table(run: RunData) -> Markup:
 
 def attempts_table(run: RunData) -> Markup:
     """The newest attempts, newest first, whatever their verdict."""
-    rows = [[a["attempt_id"], a["agent_id"], a["lane_id"] or "-", el("span", a["status"], class_="status"),
-             fmt(a["verified_score"]), _when(a["created_at"]), a["parent_attempt_id"] or "-"]
-            for a in run.tables["attempts"]]  # fmt: skip
+    rows = [
+        [
+            a["attempt_id"],
+            a["agent_id"],
+            a["lane_id"] or "-",
+            el("span", a["status"], class_="status"),
+            fmt(a["verified_score"]),
+            _when(a["created_at"]),
+            a["parent_attempt_id"] or "-",
+        ]
+        for a in run.tables["attempts"]
+    ]
     title = "Newest attempts"
     if run.n_attempts > len(rows):
         title += f": {len(rows):,} of {run.n_attempts:,}"
@@ -69,10 +123,16 @@ def attempts_table(run: RunData) -> Markup:
 
 
 def notes_table(run: RunData) -> Markup:
-    rows = [[_when(n["created_at"]), n["agent_id"], n["kind"], n["lane_id"] or "-", n["title"]]
-            for n in run.tables["notes"]]  # fmt: skip
-    return table("table-notes", "Recent notes", ["time (UTC)", "agent", "kind", "lane", "title"], rows,
-                 "no agent has posted a note")  # fmt: skip
+    rows = [
+        [_when(n["created_at"]), n["agent_id"], n["kind"], n["lane_id"] or "-", n["title"]] for n in run.tables["notes"]
+    ]
+    return table(
+        "table-notes",
+        "Recent notes",
+        ["time (UTC)", "agent", "kind", "lane", "title"],
+        rows,
+        "no agent has posted a note",
+    )
 
 
 def _when(value: Any) -> str:
@@ -96,8 +156,11 @@ def _manifest_summary(package_dir: Path) -> dict[str, Any] | None:
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     files = manifest.get("files", [])
     keys = ("attempt_id", "lane_id", "agent_id", "commit", "verified_primary_score")
-    return {**{key: manifest.get(key) for key in keys}, "n_files": len(files),
-            "size_bytes": sum(int(f.get("size_bytes", 0)) for f in files)}  # fmt: skip
+    return {
+        **{key: manifest.get(key) for key in keys},
+        "n_files": len(files),
+        "size_bytes": sum(int(f.get("size_bytes", 0)) for f in files),
+    }
 
 
 def package_table(run: RunData, package: dict[str, Any] | None, package_dir: Path) -> Markup:
@@ -121,10 +184,17 @@ def package_table(run: RunData, package: dict[str, Any] | None, package_dir: Pat
 
 def workers_table(run: RunData) -> Markup:
     """Managed workers, each with the sandbox its last start ran in (`none` only where the user chose it)."""
-    rows = [[w["agent_id"], w["backend"], w["state"], _sandbox(w["launch"]), w["session_id"] or "-"]
-            for w in run.tables["workers"]]  # fmt: skip
-    return table("table-workers", "Managed workers", ["agent", "backend", "state", "sandbox", "session"], rows,
-                 "no managed worker has started")  # fmt: skip
+    rows = [
+        [w["agent_id"], w["backend"], w["state"], _sandbox(w["launch"]), w["session_id"] or "-"]
+        for w in run.tables["workers"]
+    ]
+    return table(
+        "table-workers",
+        "Managed workers",
+        ["agent", "backend", "state", "sandbox", "session"],
+        rows,
+        "no managed worker has started",
+    )
 
 
 def _sandbox(launch: str | None) -> Markup:

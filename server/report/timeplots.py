@@ -62,14 +62,31 @@ def score_over_time(run: RunData) -> Markup:
     marks: list[Markup] = []
     for index, lane in enumerate(lanes):
         mine = [(x, r) for x, r in zip(xs, rows, strict=True) if (r["lane_id"] or "(no lane)") == lane]
-        marks.append(_best_so_far(run, frame, [(x, float(r["verified_score"])) for x, r in mine
-                                               if r["status"] == "accepted"], colour(index)))  # fmt: skip
+        marks.append(
+            _best_so_far(
+                run,
+                frame,
+                [(x, float(r["verified_score"])) for x, r in mine if r["status"] == "accepted"],
+                colour(index),
+            )
+        )
         for x, row in mine:
             filled = row["status"] == "accepted"
-            marks.append(el("circle", el("title", _score_tip(row, lane)), cx=frame.x(x),
-                            cy=frame.y(float(row["verified_score"])), r=5, fill=colour(index) if filled else "white",
-                            stroke=colour(index), stroke_width=2, class_="mark",
-                            data_attempt=row["attempt_id"], data_count=int(row["n"])))  # fmt: skip
+            marks.append(
+                el(
+                    "circle",
+                    el("title", _score_tip(row, lane)),
+                    cx=frame.x(x),
+                    cy=frame.y(float(row["verified_score"])),
+                    r=5,
+                    fill=colour(index) if filled else "white",
+                    stroke=colour(index),
+                    stroke_width=2,
+                    class_="mark",
+                    data_attempt=row["attempt_id"],
+                    data_count=int(row["n"]),
+                )
+            )
     body = svg(axes(frame, clock.label, f"verified {run.metric} (mean over folds)"), marks, label=title)
     keys = [(lane, colour(i)) for i, lane in enumerate(lanes)]
     caption = "filled: accepted; hollow: not accepted; line: best accepted so far"
@@ -108,8 +125,9 @@ def agent_timeline(run: RunData) -> Markup:
     agents = sorted({agent for agent, _, _, _ in events})
     height = MARGIN_TOP + MARGIN_BOTTOM + ROW_PX * len(agents) + 10
     clock = Clock.for_run(run, (at for _, _, at, _ in events))
-    frame = Frame.over(extent([0.0, *(clock(at) for _, _, at, _ in events)]), (len(agents) - 0.5, -0.5),
-                       left=110, height=height)  # fmt: skip
+    frame = Frame.over(
+        extent([0.0, *(clock(at) for _, _, at, _ in events)]), (len(agents) - 0.5, -0.5), left=110, height=height
+    )
     parts: list[Markup] = [axes(frame, clock.label, "agent", y_ticks=False)]
     for row, agent in enumerate(agents):
         y = frame.y(row)

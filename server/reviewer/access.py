@@ -46,8 +46,16 @@ def access_check(ctx: ReviewContext) -> Check:
             for rule in rules:
                 match = rule.regex.search(line)
                 if match:
-                    hits.append({"source": source, "file": name, "line": number, "kind": rule.kind,
-                                 "match": match.group(0), "text": line.strip()[:200]})  # fmt: skip
+                    hits.append(
+                        {
+                            "source": source,
+                            "file": name,
+                            "line": number,
+                            "kind": rule.kind,
+                            "match": match.group(0),
+                            "text": line.strip()[:200],
+                        }
+                    )
             if len(hits) >= MAX_HITS:
                 break
     hits.extend(_manifest_hits(ctx))
@@ -87,5 +95,13 @@ def _manifest_hits(ctx: ReviewContext) -> list[dict[str, object]]:
         return []
     where = ctx.files("training_manifest")[0].declared_path
     text = f"{len(used)} holdout cases"
-    return [{"source": "training_manifest", "file": where, "line": 0, "kind": "holdout case trained on",
-             "match": ", ".join(used[:10]), "text": text}]  # fmt: skip
+    return [
+        {
+            "source": "training_manifest",
+            "file": where,
+            "line": 0,
+            "kind": "holdout case trained on",
+            "match": ", ".join(used[:10]),
+            "text": text,
+        }
+    ]

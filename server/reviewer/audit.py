@@ -79,13 +79,19 @@ def _log(ledger: Ledger, report: AuditReport) -> None:
     for item in report.attempts:
         if item.revoked:
             ledger.activity.log(
-                "attempt_revoked", agent_id=None, subject_type="attempt", subject_id=item.attempt_id,
+                "attempt_revoked",
+                agent_id=None,
+                subject_type="attempt",
+                subject_id=item.attempt_id,
                 payload={"audit_id": report.audit_id, "codes": item.failed},
-            )  # fmt: skip
+            )
     ledger.activity.log(
-        "audit_done", agent_id=None, subject_type="audit", subject_id=report.audit_id,
+        "audit_done",
+        agent_id=None,
+        subject_type="audit",
+        subject_id=report.audit_id,
         payload={"n_checked": report.n_checked, "n_revoked": report.n_revoked},
-    )  # fmt: skip
+    )
 
 
 def artifact_refs(ledger: Ledger, attempt_id: str) -> list[ArtifactRef]:

@@ -55,8 +55,15 @@ def duplicate_check(ctx: ReviewContext, results: list[FoldResult]) -> Check:
             if _same(result.value_hashes, _value_hashes(ctx, files, ending)):
                 found.append({"fold": result.fold, "earlier_attempt_id": attempt_id, "identical": "values"})
             elif (lowest := _near(ctx, result, files, ending)) is not None:
-                found.append({"fold": result.fold, "earlier_attempt_id": attempt_id, "identical": "near",
-                              "lowest_case_agreement": round(lowest, 6), "threshold": NEAR_AGREEMENT})  # fmt: skip
+                found.append(
+                    {
+                        "fold": result.fold,
+                        "earlier_attempt_id": attempt_id,
+                        "identical": "near",
+                        "lowest_case_agreement": round(lowest, 6),
+                        "threshold": NEAR_AGREEMENT,
+                    }
+                )
     if found:
         f = found[0]
         return fired(

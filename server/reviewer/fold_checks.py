@@ -76,9 +76,14 @@ def split_leak_check(ctx: ReviewContext) -> Check:
         if same_case or same_group:
             leaked_groups = sorted({_group(ctx, c) for c in same_case + same_group})
             leaks.append(
-                {"fold": fold, "validation_cases_trained_on": head(same_case), "same_group_cases": head(same_group),
-                 "groups": head(leaked_groups), "group_key": ctx.folds.group_key or "case"}
-            )  # fmt: skip
+                {
+                    "fold": fold,
+                    "validation_cases_trained_on": head(same_case),
+                    "same_group_cases": head(same_group),
+                    "groups": head(leaked_groups),
+                    "group_key": ctx.folds.group_key or "case",
+                }
+            )
     if not leaks:
         return ok("SPLIT_LEAK", "no validation case or its group is in the training manifest")
     first = leaks[0]

@@ -37,8 +37,15 @@ def graded_duplicate_check(ctx: ReviewContext, results: list[FoldResult]) -> Che
             if all(result.byte_hashes.get(c) == theirs[c].sha256 for c in common):
                 found.append({"fold": result.fold, "earlier_attempt_id": attempt_id, "identical": "bytes"})
             elif (lowest := _near(ctx, mine, theirs, common)) is not None:
-                found.append({"fold": result.fold, "earlier_attempt_id": attempt_id, "identical": "near",
-                              "lowest_case_agreement": round(lowest, 6), "threshold": NEAR_AGREEMENT})  # fmt: skip
+                found.append(
+                    {
+                        "fold": result.fold,
+                        "earlier_attempt_id": attempt_id,
+                        "identical": "near",
+                        "lowest_case_agreement": round(lowest, 6),
+                        "threshold": NEAR_AGREEMENT,
+                    }
+                )
     if found:
         first = found[0]
         return fired(

@@ -68,8 +68,10 @@ def _permuted_baseline(
     for index, draw in enumerate(permuted.draws(train, len(rows), result.fold)):
         folder = trivial.parent / f"permuted-{index}"
         folder.mkdir()
-        drawn = [{**row, **{c: source[c] for c in contract.columns[1:] if c in source}} for row, source in
-                 zip(rows, draw, strict=True)]  # fmt: skip
+        drawn = [
+            {**row, **{c: source[c] for c in contract.columns[1:] if c in source}}
+            for row, source in zip(rows, draw, strict=True)
+        ]
         _write_rows(folder / contract.filename, contract.columns, drawn)
         graded.append(_grade(ctx, plan, result, folder, answers, answers_dir, None))
     for name, summary in permuted.averaged(graded, names).items():
@@ -145,14 +147,20 @@ def _fingerprint(
 
 
 def _grade(
-    ctx: ReviewContext, plan: list[PlannedMetric], result: FoldResult, submission: Path, answers: Path,
-    answers_dir: Path, problem_file: str | None,
-) -> dict[str, MetricSummary]:  # fmt: skip
+    ctx: ReviewContext,
+    plan: list[PlannedMetric],
+    result: FoldResult,
+    submission: Path,
+    answers: Path,
+    answers_dir: Path,
+    problem_file: str | None,
+) -> dict[str, MetricSummary]:
     verdict = run_grader(ctx, submission, answers, answers_dir, "scores")
     if verdict.status != "valid":
         if problem_file is not None:
-            result.schema.append({"file": problem_file, "problem": f"the task's grader: {verdict.status}",
-                                  "got": verdict.reason})  # fmt: skip
+            result.schema.append(
+                {"file": problem_file, "problem": f"the task's grader: {verdict.status}", "got": verdict.reason}
+            )
         return {}
     values = metrics_of((m.name for m in plan), verdict.metrics)
     n = len(result.val_cases)
@@ -162,14 +170,27 @@ def _grade(
 def _single(value: float | None, n_cases: int) -> MetricSummary:
     """The grader gives one value per metric; the summary records it with the fold's case count."""
     number = float("nan") if value is None else float(value)
-    return MetricSummary(mean=number, median=number, std=0.0, n_cases=n_cases, n_valid=n_cases if value is not None
-                         else 0, n_nan=0 if value is not None else n_cases, n_capped=0, values=(number,))  # fmt: skip
+    return MetricSummary(
+        mean=number,
+        median=number,
+        std=0.0,
+        n_cases=n_cases,
+        n_valid=n_cases if value is not None else 0,
+        n_nan=0 if value is not None else n_cases,
+        n_capped=0,
+        values=(number,),
+    )
 
 
 def _write_trivial(
-    ctx: ReviewContext, rows: list[dict[str, str]], submission: Path, cases: list[str], answers: Path,
-    answers_dir: Path, into: Path,
-) -> bool:  # fmt: skip
+    ctx: ReviewContext,
+    rows: list[dict[str, str]],
+    submission: Path,
+    cases: list[str],
+    answers: Path,
+    answers_dir: Path,
+    into: Path,
+) -> bool:
     """A trivial submission in the task's format; False when none can be made."""
     contract = ctx.contract.submission
     into.mkdir()

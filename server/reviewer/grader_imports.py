@@ -42,8 +42,9 @@ def failed_imports(python: Path, grader_file: Path) -> list[dict[str, str | None
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(grader_file.parent), env.get("PYTHONPATH", "")) if p)
     argv = [str(python), str(RUNNER), "--imports", str(grader_file)]
     try:
-        done = subprocess.run(argv, cwd=grader_file.parent, env=env, capture_output=True, text=True,
-                              timeout=IMPORT_TIMEOUT_S, check=False)  # fmt: skip
+        done = subprocess.run(
+            argv, cwd=grader_file.parent, env=env, capture_output=True, text=True, timeout=IMPORT_TIMEOUT_S, check=False
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise JobFailed(f"--grader-python: {python} could not try the grader's imports ({exc})") from exc
     try:

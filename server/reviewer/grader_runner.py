@@ -44,8 +44,9 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _grade(grader: str, function: str, submission_csv: str, submission_dir: str, answers_csv: str,
-           answers_dir: str) -> dict[str, Any]:  # fmt: skip
+def _grade(
+    grader: str, function: str, submission_csv: str, submission_dir: str, answers_csv: str, answers_dir: str
+) -> dict[str, Any]:
     try:
         # Imported by its own name from its own folder (first on sys.path and on PYTHONPATH), so
         # worker processes the grader starts (joblib, multiprocessing) can import it again.
@@ -90,8 +91,9 @@ def _check_imports(grader: Path) -> int:
                 try:
                     module = importlib.import_module(name)
                 except ModuleNotFoundError as exc:
-                    failed.append({"module": name, "missing": (exc.name or name).split(".")[0],
-                                   "reason": _describe(exc)})  # fmt: skip
+                    failed.append(
+                        {"module": name, "missing": (exc.name or name).split(".")[0], "reason": _describe(exc)}
+                    )
                     continue
                 except Exception as exc:  # installed but broken (a numpy its build does not match)
                     failed.append({"module": name, "missing": None, "reason": _describe(exc)})

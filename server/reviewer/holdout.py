@@ -100,10 +100,18 @@ def _compare(
 ) -> tuple[Check, list[VerifiedMetric]]:
     primary = next(m for m in scores.plan if m.name == ctx.contract.primary_metric)
     metrics = [
-        VerifiedMetric(scope="holdout", fold=None, metric=name, value=mean_value(s), n_cases=s.n_cases,
-                       n_valid=s.n_valid, n_nan=s.n_nan, n_capped=s.n_capped)
+        VerifiedMetric(
+            scope="holdout",
+            fold=None,
+            metric=name,
+            value=mean_value(s),
+            n_cases=s.n_cases,
+            n_valid=s.n_valid,
+            n_nan=s.n_nan,
+            n_capped=s.n_capped,
+        )
         for name, s in scores.summaries.items()
-    ]  # fmt: skip
+    ]
     validation = case_scores(primary, {c: v for r in results for c, v in r.case_values.items()})
     test = gap_test(
         validation,
@@ -114,8 +122,13 @@ def _compare(
         groups={**ctx.folds.case_groups, **{c.case_id: c.group for c in ctx.holdout_cases if c.group}},
         alpha=ctx.job.holdout_alpha,
     )
-    base = {"metric": primary.name, "n_holdout_cases": len(ctx.holdout_cases), "missing_outputs": head(missing),
-            "n_missing_outputs": len(missing), "replay_seconds": round(seconds, 2)}  # fmt: skip
+    base = {
+        "metric": primary.name,
+        "n_holdout_cases": len(ctx.holdout_cases),
+        "missing_outputs": head(missing),
+        "n_missing_outputs": len(missing),
+        "replay_seconds": round(seconds, 2),
+    }
     if test is None:
         why = f"fewer than {MIN_CASES} scored cases on validation or holdout"
         return unverifiable("HOLDOUT_GAP", f"no per-case {primary.name} to compare: {why}", **base), metrics
@@ -130,13 +143,24 @@ def _gate(metric: str, test: GapTest, evidence: dict[str, Any]) -> Check:
         f"tolerance {test.tolerance:.3g})"
     )
     if test.verdict == "worse":
-        return fired("HOLDOUT_GAP", f"{said}: significantly worse, so the validation score does not "
-                     "generalise; the attempt is not promotable", **evidence)  # fmt: skip
+        return fired(
+            "HOLDOUT_GAP",
+            f"{said}: significantly worse, so the validation score does not generalise; the attempt is not promotable",
+            **evidence,
+        )
     if test.verdict == "better":
-        return warned("HOLDOUT_GAP", f"{said}: significantly better than validation; check for holdout leakage",
-                      **evidence)  # fmt: skip
+        return warned(
+            "HOLDOUT_GAP", f"{said}: significantly better than validation; check for holdout leakage", **evidence
+        )
     if not test.powered:
-        return ok("HOLDOUT_GAP", f"{said}: too few groups for the gate to reject anything at alpha {test.alpha:g} "
-                  "(a larger --holdout-fraction would)", **evidence)  # fmt: skip
-    return ok("HOLDOUT_GAP", f"holdout {metric} {test.holdout:.4g} is within {test.tolerance:.3g} of validation "
-              f"{test.validation:.4g}", **evidence)  # fmt: skip
+        return ok(
+            "HOLDOUT_GAP",
+            f"{said}: too few groups for the gate to reject anything at alpha {test.alpha:g} "
+            "(a larger --holdout-fraction would)",
+            **evidence,
+        )
+    return ok(
+        "HOLDOUT_GAP",
+        f"holdout {metric} {test.holdout:.4g} is within {test.tolerance:.3g} of validation {test.validation:.4g}",
+        **evidence,
+    )

@@ -67,14 +67,25 @@ class GapTest:
 
     def evidence(self) -> dict[str, object]:
         return {
-            "holdout": self.holdout, "validation": self.validation, "difference": self.difference,
-            "floor": self.floor, "tolerance": self.tolerance if self.powered else None,
-            "p_worse": round(self.p_worse, 6), "p_better": round(self.p_better, 6), "alpha": self.alpha,
-            "test": "one-sided group relabelling", "arrangements": self.arrangements, "exact": self.exact,
-            "n_validation_cases": self.n_validation, "n_holdout_scored": self.n_holdout,
-            "n_validation_groups": self.n_validation_groups, "n_holdout_groups": self.n_holdout_groups,
-            "paired": self.paired, "powered": self.powered, "gate": self.verdict,
-        }  # fmt: skip
+            "holdout": self.holdout,
+            "validation": self.validation,
+            "difference": self.difference,
+            "floor": self.floor,
+            "tolerance": self.tolerance if self.powered else None,
+            "p_worse": round(self.p_worse, 6),
+            "p_better": round(self.p_better, 6),
+            "alpha": self.alpha,
+            "test": "one-sided group relabelling",
+            "arrangements": self.arrangements,
+            "exact": self.exact,
+            "n_validation_cases": self.n_validation,
+            "n_holdout_scored": self.n_holdout,
+            "n_validation_groups": self.n_validation_groups,
+            "n_holdout_groups": self.n_holdout_groups,
+            "paired": self.paired,
+            "powered": self.powered,
+            "gate": self.verdict,
+        }
 
 
 @dataclass(frozen=True)
@@ -110,11 +121,23 @@ def gap_test(
     p_better = _p_value(_Null(-null.shortfalls, null.exact), -shortfall - floor)
     verdict: GapVerdict = "worse" if p_worse <= alpha else "better" if p_better <= alpha else "within"
     return GapTest(
-        validation=v_mean, holdout=h_mean, difference=h_mean - v_mean, floor=floor,
-        tolerance=floor + _threshold(null, alpha), p_worse=p_worse, p_better=p_better, alpha=alpha,
-        arrangements=len(null.shortfalls), exact=null.exact, n_validation=len(val), n_holdout=len(held),
-        n_validation_groups=n_groups[0], n_holdout_groups=n_groups[1], paired=paired, verdict=verdict,
-    )  # fmt: skip
+        validation=v_mean,
+        holdout=h_mean,
+        difference=h_mean - v_mean,
+        floor=floor,
+        tolerance=floor + _threshold(null, alpha),
+        p_worse=p_worse,
+        p_better=p_better,
+        alpha=alpha,
+        arrangements=len(null.shortfalls),
+        exact=null.exact,
+        n_validation=len(val),
+        n_holdout=len(held),
+        n_validation_groups=n_groups[0],
+        n_holdout_groups=n_groups[1],
+        paired=paired,
+        verdict=verdict,
+    )
 
 
 def _null(

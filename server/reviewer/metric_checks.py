@@ -27,9 +27,14 @@ def mismatch_check(ctx: ReviewContext, plan: list[PlannedMetric], results: list[
             verified = mean_value(result.summaries.get(name))
             if not close(declared, verified, metric.tolerance):
                 mismatches.append(
-                    {"fold": result.fold, "metric": name, "declared": declared, "verified": verified,
-                     "tolerance": metric.tolerance}
-                )  # fmt: skip
+                    {
+                        "fold": result.fold,
+                        "metric": name,
+                        "declared": declared,
+                        "verified": verified,
+                        "tolerance": metric.tolerance,
+                    }
+                )
     primary = ctx.contract.primary_metric
     unverified = [r.fold for r in results if mean_value(r.summaries.get(primary)) is None]
     if unverified:
@@ -93,10 +98,18 @@ def direction_check(ctx: ReviewContext, plan: list[PlannedMetric], results: list
         ):
             continue
         wrong.append(
-            {"metric": name, "direction": metric.direction, "parent_attempt_id": parent.attempt_id,
-             "parent_value": before, "parent_source": source, "declared_value": after, "verified_value": checked,
-             "tolerance": metric.tolerance, "folds": folds}
-        )  # fmt: skip
+            {
+                "metric": name,
+                "direction": metric.direction,
+                "parent_attempt_id": parent.attempt_id,
+                "parent_value": before,
+                "parent_source": source,
+                "declared_value": after,
+                "verified_value": checked,
+                "tolerance": metric.tolerance,
+                "folds": folds,
+            }
+        )
     if wrong:
         w = wrong[0]
         better = "higher" if w["direction"] == "higher_better" else "lower"
@@ -134,8 +147,13 @@ def trivial_check(
         verified = mean_value(result.summaries.get(primary.name))
         if baseline is None or baseline.value is None:
             continue
-        row = {"fold": result.fold, "metric": primary.name, "verified": verified, "baseline": baseline.value,
-               "predictor": baseline.predictor}  # fmt: skip
+        row = {
+            "fold": result.fold,
+            "metric": primary.name,
+            "verified": verified,
+            "baseline": baseline.value,
+            "predictor": baseline.predictor,
+        }
         compared.append(row)
         if verified is None or not primary.is_better(verified, baseline.value):
             losses.append(row)

@@ -67,8 +67,12 @@ def _kind_problem(info: os.stat_result, depth: int) -> str | None:
     if stat.S_ISDIR(mode):
         return f"folder nested deeper than {MAX_DEPTH} levels"
     if not stat.S_ISREG(mode):
-        kinds = {stat.S_ISFIFO: "fifo", stat.S_ISSOCK: "socket", stat.S_ISCHR: "character device",
-                 stat.S_ISBLK: "block device"}  # fmt: skip
+        kinds = {
+            stat.S_ISFIFO: "fifo",
+            stat.S_ISSOCK: "socket",
+            stat.S_ISCHR: "character device",
+            stat.S_ISBLK: "block device",
+        }
         return next((kind for test, kind in kinds.items() if test(mode)), "special file")
     if info.st_nlink != 1:
         return f"hard link ({info.st_nlink} names for one file)"

@@ -53,6 +53,7 @@ def averaged(summaries: list[dict[str, MetricSummary]], names: list[str]) -> dic
         if values:
             mean = sum(values) / len(values)
             n = summaries[0][name].n_cases if name in summaries[0] else 0
-            found[name] = MetricSummary(mean=mean, median=mean, std=0.0, n_cases=n, n_valid=n, n_nan=0, n_capped=0,
-                                        values=tuple(values))  # fmt: skip
+            found[name] = MetricSummary(
+                mean=mean, median=mean, std=0.0, n_cases=n, n_valid=n, n_nan=0, n_capped=0, values=tuple(values)
+            )
     return found

@@ -250,9 +250,12 @@ class ReviewerPool:
         self.ledger.reviews.finish(review_id, outcome)
         failed = [c.code for c in report.checks if not c.passed]
         self.ledger.activity.log(
-            "review_done", agent_id=None, subject_type="attempt", subject_id=report.attempt_id,
+            "review_done",
+            agent_id=None,
+            subject_type="attempt",
+            subject_id=report.attempt_id,
             payload={"review_id": review_id, "verdict": report.verdict, "failed": failed, "s": report.seconds},
-        )  # fmt: skip
+        )
 
     def _fail(self, review_id: str, error: str) -> None:
         self.ledger.reviews.fail(review_id, error)

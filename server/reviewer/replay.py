@@ -87,14 +87,22 @@ class ReplayRun:
         if self.outcome.returncode != 0:
             return f"exit {self.outcome.returncode}"
         first = self.unsafe_outputs[0]
-        return (f"{len(self.unsafe_outputs)} outputs are not regular files of the output folder "
-                f"(first: {first['file']}, {first['kind']})")  # fmt: skip
+        return (
+            f"{len(self.unsafe_outputs)} outputs are not regular files of the output folder "
+            f"(first: {first['file']}, {first['kind']})"
+        )
 
     def evidence(self) -> dict[str, Any]:
-        return {"argv": self.argv, "exit_code": self.outcome.returncode, "timed_out": self.outcome.timed_out,
-                "stderr_tail": self.outcome.stderr_tail[-STDERR_EVIDENCE:], "sandbox": self.sandbox,
-                "replay_seconds": round(self.outcome.seconds, 2), "unsafe_outputs": head(self.unsafe_outputs),
-                "n_unsafe_outputs": len(self.unsafe_outputs)}  # fmt: skip
+        return {
+            "argv": self.argv,
+            "exit_code": self.outcome.returncode,
+            "timed_out": self.outcome.timed_out,
+            "stderr_tail": self.outcome.stderr_tail[-STDERR_EVIDENCE:],
+            "sandbox": self.sandbox,
+            "replay_seconds": round(self.outcome.seconds, 2),
+            "unsafe_outputs": head(self.unsafe_outputs),
+            "n_unsafe_outputs": len(self.unsafe_outputs),
+        }
 
 
 def fill(argv: list[str], values: dict[str, str]) -> list[str]:
@@ -125,8 +133,11 @@ def _run(ctx: ReviewContext, cases: list[ReplayCase], purpose: str, fold: int, t
         kind = resolve_kind(ctx.job.replay_sandbox)
     except (SandboxUnavailable, StagingError) as exc:
         return ReplayRun(purpose, [], Outcome(None, False, "", str(exc), 0.0), tmp / "outputs", None)
-    values = {**placeholders(kind, mounts, ctx.job.python), "{fold}": str(fold),
-              "{case_ids}": ",".join(case.case_id for case in cases)}  # fmt: skip
+    values = {
+        **placeholders(kind, mounts, ctx.job.python),
+        "{fold}": str(fold),
+        "{case_ids}": ",".join(case.case_id for case in cases),
+    }
     argv = fill(ctx.job.inference_command or [], values)
     command, cwd = wrap(kind, argv, mounts)
     outcome = run_bounded(command, cwd, ctx.job.replay_timeout_s, replay_env(tmp / "home", kind))
@@ -175,8 +186,16 @@ def _findings(ctx: ReviewContext, purpose: str, outcome: Outcome) -> list[dict[s
                 ("network", NETWORK),
             ):
                 if match := rule.search(line):
-                    found.append({"source": f"{purpose} replay", "file": stream, "line": number, "kind": kind,
-                                  "match": match.group(0), "text": line.strip()[:200]})  # fmt: skip
+                    found.append(
+                        {
+                            "source": f"{purpose} replay",
+                            "file": stream,
+                            "line": number,
+                            "kind": kind,
+                            "match": match.group(0),
+                            "text": line.strip()[:200],
+                        }
+                    )
     return found
 
 
@@ -192,15 +211,27 @@ def replay_verdict(compared: list[dict[str, Any]], run: ReplayRun, code: str = C
     """`code` (PRED_NOT_REPRODUCED) from per-case comparisons ({fold, case_id, agreement, threshold,
     labels?, worst_label?, …}): every case must reach its threshold."""
     differing = [c for c in compared if c["agreement"] < c["threshold"]]
-    evidence = {"cases": head(sorted(compared, key=lambda c: c["agreement"])), "n_cases": len(compared),
-                "n_differing": len(differing), "sandbox": run.sandbox, "argv": run.argv,
-                "replay_seconds": round(run.outcome.seconds, 2)}  # fmt: skip
+    evidence = {
+        "cases": head(sorted(compared, key=lambda c: c["agreement"])),
+        "n_cases": len(compared),
+        "n_differing": len(differing),
+        "sandbox": run.sandbox,
+        "argv": run.argv,
+        "replay_seconds": round(run.outcome.seconds, 2),
+    }
     if differing:
         first = min(differing, key=lambda c: c["agreement"])
         label = f" label {first['worst_label']}" if "worst_label" in first else ""
-        return fired(code, f"{len(differing)} of {len(compared)} {what} cases differ from the frozen predictions "
-                     f"(worst: fold {first['fold']} {first['case_id']}{label}, agreement {first['agreement']:.3f} "
-                     f"< {first['threshold']})", **evidence)  # fmt: skip
+        return fired(
+            code,
+            f"{len(differing)} of {len(compared)} {what} cases differ from the frozen predictions "
+            f"(worst: fold {first['fold']} {first['case_id']}{label}, agreement {first['agreement']:.3f} "
+            f"< {first['threshold']})",
+            **evidence,
+        )
     low = min(c["agreement"] for c in compared)
-    return ok(code, f"the {what} outputs reproduce all {len(compared)} validation cases, every label "
-              f"(lowest agreement {low:.4f})", **evidence)  # fmt: skip
+    return ok(
+        code,
+        f"the {what} outputs reproduce all {len(compared)} validation cases, every label (lowest agreement {low:.4f})",
+        **evidence,
+    )

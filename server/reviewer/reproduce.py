@@ -110,8 +110,10 @@ def compare_cases(ctx: ReviewContext, fold: int, cases: list[str], outputs: Path
         replayed, frozen = replayed_rows(ctx, outputs), _frozen_rows(ctx, fold)  # read once per replay
         return [_compare_row(fold, case, replayed.get(case), frozen.get(case)) for case in cases]
     files = frozen_files(ctx, fold)
-    return [_compare_image(ctx, fold, case, outputs / f"{case}{ctx.contract.layout.file_ending}", files[case])
-            for case in cases]  # fmt: skip
+    return [
+        _compare_image(ctx, fold, case, outputs / f"{case}{ctx.contract.layout.file_ending}", files[case])
+        for case in cases
+    ]
 
 
 def _compare_image(ctx: ReviewContext, fold: int, case_id: str, output: Path, frozen_file: Path) -> dict[str, Any]:
@@ -134,14 +136,23 @@ def per_label(agreements: dict[int, float]) -> dict[str, Any]:
     if not agreements:
         return {"agreement": 1.0, "labels": {}}
     worst = min(agreements, key=lambda label: agreements[label])
-    return {"agreement": round(agreements[worst], 6), "worst_label": worst,
-            "labels": {str(label): round(value, 6) for label, value in agreements.items()}}  # fmt: skip
+    return {
+        "agreement": round(agreements[worst], 6),
+        "worst_label": worst,
+        "labels": {str(label): round(value, 6) for label, value in agreements.items()},
+    }
 
 
 def _compare_row(fold: int, case_id: str, replayed: str | None, frozen: str | None) -> dict[str, Any]:
     same = values_agree(replayed, frozen)
-    return {"fold": fold, "case_id": case_id, "agreement": 1.0 if same else 0.0, "threshold": 1.0,
-            "replayed": replayed, "frozen": frozen}  # fmt: skip
+    return {
+        "fold": fold,
+        "case_id": case_id,
+        "agreement": 1.0 if same else 0.0,
+        "threshold": 1.0,
+        "replayed": replayed,
+        "frozen": frozen,
+    }
 
 
 def replayed_rows(ctx: ReviewContext, outputs: Path) -> dict[str, str]:

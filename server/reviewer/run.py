@@ -93,20 +93,38 @@ def _fold_metrics(results: list[FoldResult], plan: list[PlannedMetric], groups: 
         return standard_error(case_scores(by_name[name], r.case_values), groups) if name in by_name else None
 
     return [
-        VerifiedMetric(scope="fold", fold=r.fold, metric=name, value=mean_value(s), n_cases=s.n_cases,
-                       n_valid=s.n_valid, n_nan=s.n_nan, n_capped=s.n_capped, case_se=case_se(r, name))
-        for r in results for name, s in r.summaries.items()
-    ]  # fmt: skip
+        VerifiedMetric(
+            scope="fold",
+            fold=r.fold,
+            metric=name,
+            value=mean_value(s),
+            n_cases=s.n_cases,
+            n_valid=s.n_valid,
+            n_nan=s.n_nan,
+            n_capped=s.n_capped,
+            case_se=case_se(r, name),
+        )
+        for r in results
+        for name, s in r.summaries.items()
+    ]
 
 
 def _new_baselines(ctx: ReviewContext, results: list[FoldResult]) -> list[BaselineValue]:
     predictor = baseline_name(ctx)
     return [
-        BaselineValue(fold=r.fold, predictor=r.baseline_predictors.get(name, predictor), metric=name,
-                      value=mean_value(s), n_cases=s.n_cases,
-                      n_valid=s.n_valid, n_nan=s.n_nan, n_capped=s.n_capped)
-        for r in results for name, s in r.baseline_summaries.items()
-    ]  # fmt: skip
+        BaselineValue(
+            fold=r.fold,
+            predictor=r.baseline_predictors.get(name, predictor),
+            metric=name,
+            value=mean_value(s),
+            n_cases=s.n_cases,
+            n_valid=s.n_valid,
+            n_nan=s.n_nan,
+            n_capped=s.n_capped,
+        )
+        for r in results
+        for name, s in r.baseline_summaries.items()
+    ]
 
 
 def _write_atomic(path: Path, text: str) -> None:

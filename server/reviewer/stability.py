@@ -73,11 +73,20 @@ def stability_check(ctx: ReviewContext, reproduced: Check) -> Check:
                 if not run.succeeded:
                     failed = replay_failed(ctx, run, cases, code=CODE)
                     return failed.model_copy(update={"evidence": {**failed.evidence, "seed": seed}})
-                compared += [_compare(ctx, fold, case, copies[case], run.outputs) for fold in folds
-                             for case in counted[fold]]  # fmt: skip
+                compared += [
+                    _compare(ctx, fold, case, copies[case], run.outputs) for fold in folds for case in counted[fold]
+                ]
     verdict = replay_verdict(compared, run, code=CODE, what="perturbed-copy")
-    return verdict.model_copy(update={"evidence": {**verdict.evidence, "seed": seed, "stable_dice": STABLE_DICE,
-                                                   "change_allowance_voxels": CHANGE_ALLOWANCE}})  # fmt: skip
+    return verdict.model_copy(
+        update={
+            "evidence": {
+                **verdict.evidence,
+                "seed": seed,
+                "stable_dice": STABLE_DICE,
+                "change_allowance_voxels": CHANGE_ALLOWANCE,
+            }
+        }
+    )
 
 
 Copy = tuple[str, Margin]  # a pseudonym and the margin added around the case's images
@@ -88,8 +97,10 @@ def _draw(rng: np.random.Generator, cases: list[str]) -> dict[str, tuple[Copy, C
     names = [f"x{rng.integers(0, 2**48):012x}" for _ in range(2 * len(cases))]
     if len(set(names)) < len(names):
         return _draw(rng, cases)
-    return {case: ((names[2 * i], draw_margin(rng, 3)), (names[2 * i + 1], draw_margin(rng, 3)))
-            for i, case in enumerate(cases)}  # fmt: skip
+    return {
+        case: ((names[2 * i], draw_margin(rng, 3)), (names[2 * i + 1], draw_margin(rng, 3)))
+        for i, case in enumerate(cases)
+    }
 
 
 def _not_applicable(ctx: ReviewContext) -> str | None:
@@ -127,8 +138,12 @@ def _pseudonymised(staged: str, case_id: str, name: str) -> str:
 
 
 def _compare(ctx: ReviewContext, fold: int, case_id: str, copies: tuple[Copy, Copy], outputs: Path) -> dict[str, Any]:
-    item: dict[str, Any] = {"fold": fold, "case_id": case_id, "copies": [name for name, _ in copies],
-                            "threshold": STABLE_DICE}  # fmt: skip
+    item: dict[str, Any] = {
+        "fold": fold,
+        "case_id": case_id,
+        "copies": [name for name, _ in copies],
+        "threshold": STABLE_DICE,
+    }
     ending = ctx.contract.layout.file_ending
     try:
         frozen = read_volume(frozen_files(ctx, fold)[case_id], ending).array
@@ -178,8 +193,12 @@ def _judged(frozen: np.ndarray, first: np.ndarray, second: np.ndarray, reference
         among = 1.0 - mean <= 2.0 * (1.0 - copies) + FLICKER_SLACK
         close = changed <= CHANGE_ALLOWANCE or dice >= STABLE_DICE or among
         scored = {} if close else scores.of(label)  # asked only where the other rules do not settle it
-        labels[str(label)] = {"dice": round(dice, 6), "copies_dice": round(copies, 6), "changed_voxels": changed,
-                              **scored}  # fmt: skip
+        labels[str(label)] = {
+            "dice": round(dice, 6),
+            "copies_dice": round(copies, 6),
+            "changed_voxels": changed,
+            **scored,
+        }
         if not (close or scored["scores_as_well"]) and dice < worst:
             worst, worst_label = dice, label
     foreground = _foreground(b, first, second, scores)
@@ -210,8 +229,11 @@ class _Scores:
         truth = mask(self.reference)
         frozen = mask_dice(mask(self.frozen), truth)
         copies = sum(mask_dice(mask(c), truth) for c in self.copies) / len(self.copies)
-        return {"reference_dice": round(frozen, 6), "copies_reference_dice": round(copies, 6),
-                "scores_as_well": copies >= frozen - SCORE_SLACK}  # fmt: skip
+        return {
+            "reference_dice": round(frozen, 6),
+            "copies_reference_dice": round(copies, 6),
+            "scores_as_well": copies >= frozen - SCORE_SLACK,
+        }
 
 
 def _foreground(frozen: np.ndarray, first: np.ndarray, second: np.ndarray, scores: _Scores) -> dict[str, Any]:

@@ -152,7 +152,13 @@ def _summaries(plan: list[PlannedMetric], predicted: list[float], reference: lis
         value = float(metric.spec.compute(np.asarray(predicted), np.asarray(reference), metric.convention))
         nan = math.isnan(value)
         found[metric.name] = MetricSummary(
-            mean=value, median=value, std=0.0, n_cases=len(reference), n_valid=0 if nan else len(reference),
-            n_nan=len(reference) if nan else 0, n_capped=0, values=(value,),
-        )  # fmt: skip
+            mean=value,
+            median=value,
+            std=0.0,
+            n_cases=len(reference),
+            n_valid=0 if nan else len(reference),
+            n_nan=len(reference) if nan else 0,
+            n_capped=0,
+            values=(value,),
+        )
     return found

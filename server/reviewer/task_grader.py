@@ -53,9 +53,17 @@ def run_grader(
     if not grader_file.is_file():
         return GraderVerdict("not_run", f"the task's grader file private/{grader.file} is missing")
     python = ctx.job.grader_python or ctx.job.python
-    argv = [python, str(RUNNER), str(grader_file), grader.function,
-            str(submission_dir / ctx.contract.submission.filename), str(submission_dir), str(answers_csv),
-            str(answers_dir), mode]  # fmt: skip
+    argv = [
+        python,
+        str(RUNNER),
+        str(grader_file),
+        grader.function,
+        str(submission_dir / ctx.contract.submission.filename),
+        str(submission_dir),
+        str(answers_csv),
+        str(answers_dir),
+        mode,
+    ]
     env = child_env({"PYTHONNOUSERSITE": "1"})
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(grader_file.parent), env.get("PYTHONPATH", "")) if p)
     outcome = run_bounded(argv, grader_file.parent, ctx.job.grader_timeout_s, env)

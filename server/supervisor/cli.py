@@ -99,11 +99,14 @@ WORKER_FLAGS: dict[str, tuple[Any, str]] = {  # WorkerSettings field: (click typ
     "usage_limit_backoff_s": (float, "wait after a usage-limit exit, seconds [900]"),
     "npm_prefix": (click.Path(path_type=Path), "npm prefix of the agent CLIs (its node_modules/.bin or bin/)"),
     "cli_path": (click.Path(path_type=Path), "the agent CLI's executable (instead of PATH / --npm-prefix)"),
-    "model_base_url": (str, "custom model endpoint: Anthropic API (claude-code), OpenAI Responses (codex), "
-                       "OpenAI Chat Completions (opencode)"),
+    "model_base_url": (
+        str,
+        "custom model endpoint: Anthropic API (claude-code), OpenAI Responses (codex), "
+        "OpenAI Chat Completions (opencode)",
+    ),
     "model_api_key_env": (str, "environment variable holding the endpoint's API key"),
     "model_name": (str, "model name to ask the custom endpoint for"),
-}  # fmt: skip
+}
 
 
 def _worker_options(command: Any) -> Any:
@@ -124,19 +127,32 @@ def _worker_options(command: Any) -> Any:
     "--backend", default="scripted", show_default=True, help="worker backend: registry/worker_backends/*.yaml"
 )
 @click.option(
-    "--worker-env", multiple=True, metavar="KEY=VALUE",
+    "--worker-env",
+    multiple=True,
+    metavar="KEY=VALUE",
     help="environment for the managed workers' CLIs (model endpoint, API key; AMID_SCRIPTED_CHEAT=worker-3 …)",
-)  # fmt: skip
+)
 @click.option(
-    "--allow-host", "network_allow", multiple=True, metavar="HOST:PORT",
+    "--allow-host",
+    "network_allow",
+    multiple=True,
+    metavar="HOST:PORT",
     help="another HOST:PORT a sandboxed worker may reach (repeatable); it reaches only the server and its model "
     "endpoint otherwise",
-)  # fmt: skip
+)
 @_worker_options
 def supervise_command(
-    workspace: Path | None, server: str | None, token: str | None, poll_s: float, until_done: bool,
-    max_s: float | None, n_workers: int, backend: str, worker_env: tuple[str, ...], **worker_flags: Any,
-) -> None:  # fmt: skip
+    workspace: Path | None,
+    server: str | None,
+    token: str | None,
+    poll_s: float,
+    until_done: bool,
+    max_s: float | None,
+    n_workers: int,
+    backend: str,
+    worker_env: tuple[str, ...],
+    **worker_flags: Any,
+) -> None:
     """Supervise a run: stages, promotion, heartbeats, finalization (docs/ARCHITECTURE.md §9); with --workers N,
     start and manage N headless workers of a backend (claude-code, codex, opencode, scripted …),
     each in a bubblewrap sandbox (refused without one unless --sandbox none)."""

@@ -159,9 +159,11 @@ def role_of(view: RunView, agent_id: str, stage: str) -> RoleAssignment:
     blocked = _blocked_gain(view, agent_id)
     if blocked is not None:
         return made(
-            "repair", blocked.lane_id, f"repair: your attempt {blocked.attempt_id} scored better than anything "
-            "counted on its lane but failed checks; fix its evidence"
-        )  # fmt: skip
+            "repair",
+            blocked.lane_id,
+            f"repair: your attempt {blocked.attempt_id} scored better than anything "
+            "counted on its lane but failed checks; fix its evidence",
+        )
     promoted = view.lanes_with("promoted", "challenger")
     return made(
         "support",

@@ -118,11 +118,17 @@ class Supervisor:
         assert promotion is not None  # next_change only leaves exploration with evidence to promote
         evidence = {
             "ranking": [
-                {"lane_id": lane.lane_id, "attempt_id": lane.best.attempt_id, "score": lane.score,
-                 "score_se": lane.spread, "tries": lane.best.tries, "bound": lane.bound}
+                {
+                    "lane_id": lane.lane_id,
+                    "attempt_id": lane.best.attempt_id,
+                    "score": lane.score,
+                    "score_se": lane.spread,
+                    "tries": lane.best.tries,
+                    "bound": lane.bound,
+                }
                 for lane in promotion.ranking
             ]
-        }  # fmt: skip
+        }
         for lane_change in stages.waivers(view, change.reason):
             await self._lane(lane_change, report)
         await self._lane(stages.LaneChange(promotion.promoted.lane_id, "promoted", promotion.reason, evidence), report)

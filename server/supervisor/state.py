@@ -81,9 +81,14 @@ class EvidenceSync:
             attempts.append(a if now == a.tries else a.model_copy(update={"tries": now}))
         self.attempts = {a.attempt_id: a for a in attempts}
         return answer.model_copy(
-            update={"attempts": attempts, "causes_sent": list(self.causes), "plateau_heartbeats": list(self.plateaus),
-                    "focus_notes": list(self.focus_notes), "changes_only": False}
-        )  # fmt: skip
+            update={
+                "attempts": attempts,
+                "causes_sent": list(self.causes),
+                "plateau_heartbeats": list(self.plateaus),
+                "focus_notes": list(self.focus_notes),
+                "changes_only": False,
+            }
+        )
 
 
 @dataclass(frozen=True)

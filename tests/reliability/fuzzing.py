@@ -38,15 +38,33 @@ INTERNALS = ("Traceback", "Arguments", "validation error", "Input should be", "p
 KINDS = ("valid_shaped", "wrong_typed", "oversized", "unknown_key", "nested_garbage")
 NO_PROGRAM = "/nonexistent/amid-fuzz-program"
 IGNORED_FILES = ("jobs", ".amid", "amid.duckdb", "amid.duckdb.wal")  # jobs run on; logs grow; the ledger is counted
-PATHS = (".", "preds", "preds/case_000.nii.gz", "loop", "loop/x", "fifo", "a" * 300, "../outside", "/etc/passwd",
-         "private", ".git/config", "x/" * 200, "dir-link", "\u00e9\u00e8/\u4e2d")  # fmt: skip
+PATHS = (
+    ".",
+    "preds",
+    "preds/case_000.nii.gz",
+    "loop",
+    "loop/x",
+    "fifo",
+    "a" * 300,
+    "../outside",
+    "/etc/passwd",
+    "private",
+    ".git/config",
+    "x/" * 200,
+    "dir-link",
+    "\u00e9\u00e8/\u4e2d",
+)
 
 
 def _json_scalars() -> st.SearchStrategy[Any]:
     return st.one_of(
-        st.none(), st.booleans(), st.integers(-(10**20), 10**20), st.floats(allow_nan=False, allow_infinity=False),
-        st.text(max_size=12), st.sampled_from(["yes", "no", "1", "1.0", "true", "null", "[1]", "{}"]),
-    )  # fmt: skip
+        st.none(),
+        st.booleans(),
+        st.integers(-(10**20), 10**20),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.text(max_size=12),
+        st.sampled_from(["yes", "no", "1", "1.0", "true", "null", "[1]", "{}"]),
+    )
 
 
 GARBAGE = st.recursive(
@@ -159,12 +177,18 @@ class Tally:
 
     def summary(self) -> dict[str, Any]:
         return {
-            "calls": self.calls, "results": self.results, "by_tool": dict(sorted(self.by_tool.items())),
-            "by_kind": dict(sorted(self.by_kind.items())), "codes": dict(sorted(self.codes.items())),
-            "tracebacks": self.tracebacks, "untyped": len(self.untyped), "http_5xx": self.http_5xx,
-            "protocol_errors": len(self.protocol_errors), "partial_writes": len(self.partial_writes),
+            "calls": self.calls,
+            "results": self.results,
+            "by_tool": dict(sorted(self.by_tool.items())),
+            "by_kind": dict(sorted(self.by_kind.items())),
+            "codes": dict(sorted(self.codes.items())),
+            "tracebacks": self.tracebacks,
+            "untyped": len(self.untyped),
+            "http_5xx": self.http_5xx,
+            "protocol_errors": len(self.protocol_errors),
+            "partial_writes": len(self.partial_writes),
             "longest_error_chars": self.longest_error,
-        }  # fmt: skip
+        }
 
     def violations(self) -> list[str]:
         found = [*self.untyped, *self.protocol_errors, *self.partial_writes]
@@ -241,8 +265,13 @@ class Fuzzer:
     def fuzz(self, tool: str, schema: dict[str, Any], examples: int, *, strict: bool) -> None:
         """`examples` derandomised hypothesis examples for one tool; `strict` asserts on each."""
 
-        @settings(max_examples=examples, derandomize=True, database=None, deadline=None,
-                  suppress_health_check=list(HealthCheck))  # fmt: skip
+        @settings(
+            max_examples=examples,
+            derandomize=True,
+            database=None,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+        )
         @given(call=arguments_for(schema))
         def one(call: tuple[str, dict[str, Any]]) -> None:
             problems = self.call(tool, *call)

@@ -107,7 +107,10 @@ def test_serve_refuses_a_job_backend_it_cannot_use_before_it_listens(workspace: 
     env = {**os.environ, "AMID_JOB_BACKEND": "ray"}
     result = subprocess.run(
         [sys.executable, "-m", "amid", "serve", "-w", str(workspace.root), "--port", "0"],
-        capture_output=True, text=True, timeout=120, env=env,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert result.returncode == 2 and "setting ray_address: needed for job_backend=ray" in result.stderr
     assert "Traceback" not in result.stderr and not workspace.server_file.exists()

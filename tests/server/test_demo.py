@@ -41,8 +41,10 @@ def test_amid_demo_runs_three_workers_a_rejection_a_promotion_and_finalization(d
     assert all(r["verified_score"] > 0.3 for r in board)
     assert cheat[0]["status"] == "rejected" and "PRED_NOT_REPRODUCED" in cheat[0]["failed_codes"]
     assert [(r["from_stage"], r["to_stage"]) for r in stages] == [
-        ("exploration", "exploitation"), ("exploitation", "finalization"), ("finalization", "done"),
-    ]  # fmt: skip
+        ("exploration", "exploitation"),
+        ("exploitation", "finalization"),
+        ("finalization", "done"),
+    ]
     assert len(promoted) == 1 and "over lane" in promoted[0]["reason"]
     assert package == "package"
     assert final == [{"attempt_id": best[0]["attempt_id"], "lane_id": promoted[0]["lane_id"]}]

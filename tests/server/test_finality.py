@@ -29,9 +29,17 @@ def test_each_condition_is_named_and_the_supervisor_agrees(change: dict[str, Any
     row = {**GOOD, **change}
     assert count_problems(row) == [reason] and not counts(row)
     evidence = AttemptEvidence(
-        attempt_id="att-00001", agent_id="ana", lane_id="unet", review_id="rev-00001", verdict="accepted",
-        fold_spread=0.0, n_folds=1, failed_codes=[], created_at="2026-01-01T00:00:00", **row,
-    )  # fmt: skip
+        attempt_id="att-00001",
+        agent_id="ana",
+        lane_id="unet",
+        review_id="rev-00001",
+        verdict="accepted",
+        fold_spread=0.0,
+        n_folds=1,
+        failed_codes=[],
+        created_at="2026-01-01T00:00:00",
+        **row,
+    )
     assert RunView.counts(None, evidence) is False  # type: ignore[arg-type]
     assert RunView.counts(None, evidence.model_copy(update=GOOD)) is True  # type: ignore[arg-type]
 

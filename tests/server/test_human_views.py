@@ -15,9 +15,14 @@ from amid.server.workspace import Workspace
 from tests.server.supervisor.seed import add_lanes
 
 VIEWS = (
-    "v_score_over_time", "v_lineage", "v_declared_vs_verified", "v_check_failures_by_code",
-    "v_lane_states_over_time", "v_agent_timeline", "v_fold_scores",
-)  # fmt: skip
+    "v_score_over_time",
+    "v_lineage",
+    "v_declared_vs_verified",
+    "v_check_failures_by_code",
+    "v_lane_states_over_time",
+    "v_agent_timeline",
+    "v_fold_scores",
+)
 
 
 @dataclass(frozen=True)
@@ -40,10 +45,18 @@ def seed_attempt(
 ) -> str:
     """One attempt, its declared scores and a finished review with verified fold scores of `dice`."""
     new = NewAttempt(
-        agent_id=agent, lane_id=lane, commit_sha="0" * 40, folds=list(range(len(verified))), budget_class="real",
-        parent_attempt_id=parent, inference_command=None, idempotency_key=None, summary=None,
-        declared=declared or {}, artifacts=artifacts or [],
-    )  # fmt: skip
+        agent_id=agent,
+        lane_id=lane,
+        commit_sha="0" * 40,
+        folds=list(range(len(verified))),
+        budget_class="real",
+        parent_attempt_id=parent,
+        inference_command=None,
+        idempotency_key=None,
+        summary=None,
+        declared=declared or {},
+        artifacts=artifacts or [],
+    )
     attempt_id, _ = ledger.attempts.create(new)
     review, _ = ledger.reviews.request(attempt_id, agent, agent)
     assert ledger.reviews.start(review["review_id"])

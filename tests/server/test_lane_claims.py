@@ -18,10 +18,18 @@ LEASE_S = 600
 def ledger(tmp_path) -> Ledger:  # type: ignore[no-untyped-def]
     ledger = Ledger(tmp_path / "amid.duckdb")
     rows = [
-        LaneRow(lane_id=name, title=name, family="baseline", tier="primary", origin="planner", rank=1.0,
-                lane_file=f"memory/lanes/{name}.md", spec={})
+        LaneRow(
+            lane_id=name,
+            title=name,
+            family="baseline",
+            tier="primary",
+            origin="planner",
+            rank=1.0,
+            lane_file=f"memory/lanes/{name}.md",
+            spec={},
+        )
         for name in ("nnunet", "monai", "ensemble")
-    ]  # fmt: skip
+    ]
     ledger.lanes.add(rows, utcnow())
     yield ledger
     ledger.close()
@@ -112,7 +120,8 @@ def test_unknown_and_retired_lanes_cannot_be_claimed(ledger: Ledger) -> None:
 
 
 def test_lanes_are_added_once(ledger: Ledger) -> None:
-    again = LaneRow(lane_id="nnunet", title="x", family="baseline", tier="primary", origin="planner", rank=0,
-                    lane_file="x", spec={})  # fmt: skip
+    again = LaneRow(
+        lane_id="nnunet", title="x", family="baseline", tier="primary", origin="planner", rank=0, lane_file="x", spec={}
+    )
     assert ledger.lanes.add([again], utcnow()) == 0
     assert ledger.lanes.count("planner") == 3

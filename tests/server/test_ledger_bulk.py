@@ -13,8 +13,18 @@ from amid.server.ledger.attempts import ArtifactRow, NewAttempt
 
 
 def _new(i: int, agent: str = "alice", key: str | None = None, summary: str | None = None) -> NewAttempt:
-    return NewAttempt(agent, None, f"{i:040x}", [i % 2], "real", None, None, key, summary or f"attempt {i}",
-                      declared={i % 2: {"dice": 0.5 + i / 100}})  # fmt: skip
+    return NewAttempt(
+        agent,
+        None,
+        f"{i:040x}",
+        [i % 2],
+        "real",
+        None,
+        None,
+        key,
+        summary or f"attempt {i}",
+        declared={i % 2: {"dice": 0.5 + i / 100}},
+    )
 
 
 def _rows(ledger: Ledger) -> list[tuple]:

@@ -69,8 +69,11 @@ def test_a_write_to_another_table_keeps_the_answer_and_a_rollback_keeps_it_too(l
     ledger.activity.log("something", agent_id="alice")  # events, not notes
     ledger.notes.list()
     with pytest.raises(RuntimeError), ledger.db.transaction() as cur:
-        cur.execute("INSERT INTO notes (agent_id, kind, title, body, data, created_at) VALUES ('a', 'observation', "
-                    "'rolled back', 'b', '{}', ?)", [utcnow()])  # fmt: skip
+        cur.execute(
+            "INSERT INTO notes (agent_id, kind, title, body, data, created_at) VALUES ('a', 'observation', "
+            "'rolled back', 'b', '{}', ?)",
+            [utcnow()],
+        )
         raise RuntimeError("abandoned")
     assert [n["title"] for n in ledger.notes.list()] == ["kept"]
     assert sum("FROM notes" in sql for sql in answers) == 1  # computed once, answered three times

@@ -16,8 +16,19 @@ from tests.conftest import DemoRun
 @pytest.fixture
 def ledger(tmp_path: Path) -> Iterator[Ledger]:
     ledger = Ledger(tmp_path / "amid.duckdb")
-    rows = [LaneRow(lane_id=name, title=name, family="baseline", tier="primary", origin="planner", rank=1.0,
-                    lane_file=f"memory/lanes/{name}.md", spec={}) for name in ("nnunet", "monai")]  # fmt: skip
+    rows = [
+        LaneRow(
+            lane_id=name,
+            title=name,
+            family="baseline",
+            tier="primary",
+            origin="planner",
+            rank=1.0,
+            lane_file=f"memory/lanes/{name}.md",
+            spec={},
+        )
+        for name in ("nnunet", "monai")
+    ]
     ledger.lanes.add(rows, utcnow())
     yield ledger
     ledger.close()

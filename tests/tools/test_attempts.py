@@ -178,9 +178,17 @@ async def test_withdraw_is_for_the_owner_and_not_for_accepted_attempts(services:
 def test_a_failure_inside_the_transaction_leaves_nothing_behind(services: Services) -> None:
     attempts: Attempts = services.ledger.attempts
     new = NewAttempt(
-        agent_id="x", lane_id=None, commit_sha="abc", folds=[0], budget_class=None, parent_attempt_id=None,
-        inference_command=None, idempotency_key=None, summary=None, declared={0: {"dice": 0.5}},
-    )  # fmt: skip
+        agent_id="x",
+        lane_id=None,
+        commit_sha="abc",
+        folds=[0],
+        budget_class=None,
+        parent_attempt_id=None,
+        inference_command=None,
+        idempotency_key=None,
+        summary=None,
+        declared={0: {"dice": 0.5}},
+    )
 
     def explode(attempt_id: str) -> str:
         raise OSError("disk full while writing the manifest")

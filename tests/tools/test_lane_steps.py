@@ -64,8 +64,13 @@ async def test_claim_lane_returns_steps_to_pass_to_run_gpu_job_as_they_are(machi
     steps = {step["name"]: step for step in claimed["steps"]}
     jobs = [step for step in claimed["steps"] if step["job"]]
     for step in jobs:  # each one is a valid run_gpu_job request, argv and env included
-        assert step["run_gpu_job"] == {"command": step["argv"], "env": step["env"], "gpus": step["gpus"],
-                                       "cpus": step["cpus"], "time_limit_s": step["time_limit_s"]}  # fmt: skip
+        assert step["run_gpu_job"] == {
+            "command": step["argv"],
+            "env": step["env"],
+            "gpus": step["gpus"],
+            "cpus": step["cpus"],
+            "time_limit_s": step["time_limit_s"],
+        }
         RunJobInput.model_validate(step["run_gpu_job"])
         assert shlex.join(step["argv"]) in claimed["lane_file"]  # the human text comes from the same data
     assert steps["replay"]["job"] is False and steps["replay"]["run_gpu_job"] is None
@@ -117,16 +122,36 @@ def test_a_replay_pinned_to_other_scaffold_code_is_refused_naming_both_digests(t
 
 
 def test_the_replay_command_refuses_before_predicting_when_its_pin_differs(tmp_path: Path) -> None:
-    argv = [sys.executable, "-m", "amid.tools.scaffolds.nnunet", "replay", "--model", str(tmp_path), "--folds", "0",
-            "--input-dir", str(tmp_path), "--output-dir", str(tmp_path / "out"), PIN_FLAG, "0" * 64]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "amid.tools.scaffolds.nnunet",
+        "replay",
+        "--model",
+        str(tmp_path),
+        "--folds",
+        "0",
+        "--input-dir",
+        str(tmp_path),
+        "--output-dir",
+        str(tmp_path / "out"),
+        PIN_FLAG,
+        "0" * 64,
+    ]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and f"CONFLICT: {PIN_FLAG}: {PIN_CODE}" in done.stderr
     assert not (tmp_path / "out").exists()
 
 
 def test_checkpoint_names_the_declared_folder_not_its_first_file() -> None:
-    member = ArtifactRef(role="checkpoint", fold=None, member="amid_conversion.json", sha256="0" * 64,
-                         declared_path=".amid-local/nnunet_model/amid_conversion.json", frozen_path="f/a")  # fmt: skip
+    member = ArtifactRef(
+        role="checkpoint",
+        fold=None,
+        member="amid_conversion.json",
+        sha256="0" * 64,
+        declared_path=".amid-local/nnunet_model/amid_conversion.json",
+        frozen_path="f/a",
+    )
     weights = "fold_0/checkpoint_final.pth"
     nested = member.model_copy(update={"member": weights, "declared_path": f".amid-local/nnunet_model/{weights}"})
     single = member.model_copy(update={"member": None, "declared_path": "outputs/model.pt"})

@@ -33,9 +33,19 @@ async def test_a_focus_note_must_name_its_evidence_budget_and_exit(services: Ser
         result = await ann.call_tool("post_note", {"kind": "focus", "title": "tune lr", "body": "plan", "focus": "lr"})
         assert result.is_error
         assert "evidence, remaining_budget, abandon_condition" in result.content[0].text  # type: ignore[union-attr]
-        done = await ok(ann, "post_note", {
-            "kind": "focus", "title": "tune lr", "body": "plan", "focus": "lr sweep", "evidence": "fold0 0.81",
-            "remaining_budget": "2 GPU h", "abandon_condition": "no gain > 0.005 after 3 runs"})  # fmt: skip
+        done = await ok(
+            ann,
+            "post_note",
+            {
+                "kind": "focus",
+                "title": "tune lr",
+                "body": "plan",
+                "focus": "lr sweep",
+                "evidence": "fold0 0.81",
+                "remaining_budget": "2 GPU h",
+                "abandon_condition": "no gain > 0.005 after 3 runs",
+            },
+        )
     text = (services.workspace.root / done["path"]).read_text(encoding="utf-8")
     assert "**abandon condition**: no gain > 0.005 after 3 runs" in text
     assert services.ledger.db.scalar("SELECT count(*) FROM notes") == 1
@@ -48,15 +58,30 @@ async def test_skills_are_seeded_listed_saved_and_protected_from_other_authors(s
         assert "amid-loop" in names
         loop = await ok(ann, "get_skill", {"name": "amid-loop"})
         assert "submit_attempt" in loop["text"]
-        saved = await ok(ann, "save_skill", {"name": "nifti-geometry", "description": "Read before writing NIfTI.",
-                                              "body": "Copy the reference affine and header zooms."})  # fmt: skip
+        saved = await ok(
+            ann,
+            "save_skill",
+            {
+                "name": "nifti-geometry",
+                "description": "Read before writing NIfTI.",
+                "body": "Copy the reference affine and header zooms.",
+            },
+        )
         assert saved["path"] == "memory/skills/nifti-geometry/SKILL.md"
     async with local_client(services, "ben") as ben:
-        denied = await ben.call_tool("save_skill", {"name": "nifti-geometry", "description": "mine now, really",
-                                                    "body": "overwrite attempt of the procedure"})  # fmt: skip
+        denied = await ben.call_tool(
+            "save_skill",
+            {"name": "nifti-geometry", "description": "mine now, really", "body": "overwrite attempt of the procedure"},
+        )
         assert denied.is_error and "is not yours" in denied.content[0].text  # type: ignore[union-attr]
-        denied = await ben.call_tool("save_skill", {"name": "amid-loop", "description": "replace the loop skill",
-                                                    "body": "overwrite attempt of the procedure"})  # fmt: skip
+        denied = await ben.call_tool(
+            "save_skill",
+            {
+                "name": "amid-loop",
+                "description": "replace the loop skill",
+                "body": "overwrite attempt of the procedure",
+            },
+        )
         assert denied.is_error
         listed_full = (await ok(ben, "list_skills", {}))["skills"]
         listed = {s["name"]: s["author"] for s in listed_full}

@@ -29,8 +29,11 @@ async def test_saving_again_adds_a_version_and_any_version_can_be_read(services:
         missing = await error(ann, "get_skill", {"name": "nifti-io", "version": 3})
     assert (first["version"], first["created"], second["version"], second["created"]) == (1, True, 2, True)
     assert "3. Check the label values." in latest["text"] and latest["skill"]["version"] == 2
-    assert "3. Check" not in old["text"] and old["skill"] == {**latest["skill"], "version": 1,
-                                                              "created_at": old["skill"]["created_at"]}  # fmt: skip
+    assert "3. Check" not in old["text"] and old["skill"] == {
+        **latest["skill"],
+        "version": 1,
+        "created_at": old["skill"]["created_at"],
+    }
     assert listed["nifti-io"]["author"] == "ann" and listed["nifti-io"]["version"] == 2
     assert missing.startswith("NOT_FOUND: version:") and "[1, 2]" in missing
     folder = services.workspace.memory_dir / "skills" / "nifti-io"
@@ -70,8 +73,14 @@ async def test_seeded_skills_are_never_overwritten_or_shadowed_by_an_agent(servi
     assert all(m.startswith("CONFLICT: name:") and "too close to 'amid-loop'" in m for m in near)
     assert all(v.startswith("INVALID_INPUT: name:") for v in variants)
     assert seeded.read_bytes() == before and seed["skill"] == {
-        "name": "amid-loop", "description": seed["skill"]["description"], "author": "amid", "version": 1,
-        "origin": "seeded", "trust": SEEDED_TRUST, "created_at": None}  # fmt: skip
+        "name": "amid-loop",
+        "description": seed["skill"]["description"],
+        "author": "amid",
+        "version": 1,
+        "origin": "seeded",
+        "trust": SEEDED_TRUST,
+        "created_at": None,
+    }
     assert no_v2.startswith("NOT_FOUND: version:")
     folders = sorted(p.name for p in (services.workspace.memory_dir / "skills").iterdir())
     assert not any("loop" in f and f != "amid-loop" for f in folders)

@@ -26,9 +26,18 @@ CALL = re.compile(r"(?<![\w.])([a-z][a-z0-9_]*)\(")
 ALL_CAPS_SPAN = re.compile(r"`([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)`")
 ERROR_CODES = {c.code for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.AmidError)}
 TOOLS = {spec.name: spec for spec in tool_specs()}
-NEW_SKILLS = ("organising-files", "reference-repositories", "reproducing-a-paper", "creating-a-skill",
-              "adapting-a-foundation-model", "geometry-and-orientation", "patient-level-splits",
-              "validate-before-inference", "submission-checks", "metric-conventions")  # fmt: skip
+NEW_SKILLS = (
+    "organising-files",
+    "reference-repositories",
+    "reproducing-a-paper",
+    "creating-a-skill",
+    "adapting-a-foundation-model",
+    "geometry-and-orientation",
+    "patient-level-splits",
+    "validate-before-inference",
+    "submission-checks",
+    "metric-conventions",
+)
 
 
 def _outside_python(text: str) -> str:

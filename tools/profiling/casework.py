@@ -215,10 +215,12 @@ def _check_channel_geometry(case: CaseFiles, result: CaseResult) -> None:
         difference = geometry_difference(reference, header) if header else None
         if difference:
             result.add_issue(
-                "channel_grid_differs", "warning", path,
+                "channel_grid_differs",
+                "warning",
+                path,
                 f"channel {index} is on another grid than channel 0 ({difference}): resample it onto channel 0's "
                 "grid before stacking the channels (nnU-Net and MONAI's loaders expect one grid per case)",
-            )  # fmt: skip
+            )
 
 
 def _read_label_map(job: CaseJob, result: CaseResult) -> tuple[np.ndarray | None, tuple[slice, ...] | None]:

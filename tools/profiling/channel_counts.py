@@ -52,8 +52,9 @@ def _issue(result: CaseResult, usual: int | None, share: int, total: int) -> Pro
             f"4-D image: {length} volumes along its 4th axis (step {step}; time points?) read as "
             f"{channels} channels, {others}: give the task one 3-D volume per channel"
         )
-        return ProfileIssue(code="four_d_image", severity="error", case_id=result.case_id, path=four_d.path,
-                            message=message)  # fmt: skip
+        return ProfileIssue(
+            code="four_d_image", severity="error", case_id=result.case_id, path=four_d.path, message=message
+        )
     header = result.header
     assert header is not None
     message = f"{channels} channel(s), {others}"

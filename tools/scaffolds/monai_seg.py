@@ -155,19 +155,29 @@ def predict(
     if split == "test":
         if not task.test_cases:
             raise InvalidInput("split: test has no cases in this task", field="split")
-        written = _predict_all(cfg, model, run_on, items(task, sorted(task.test_cases), with_label=False),
-                               dest / "predictions", ending)  # fmt: skip
+        written = _predict_all(
+            cfg, model, run_on, items(task, sorted(task.test_cases), with_label=False), dest / "predictions", ending
+        )
         files = {case_id: str(path.relative_to(dest)) for case_id, path in written.items()}
-        return {"split": split, "cases": len(files), "dest": str(dest),
-                "submission": str(write_submission(task, dest, files))}  # fmt: skip
+        return {
+            "split": split,
+            "cases": len(files),
+            "dest": str(dest),
+            "submission": str(write_submission(task, dest, files)),
+        }
     val_fold: int = state["fold"] if fold is None else fold
     case_ids, trained_on = task.fold(val_fold)[1], _trained_on(checkpoint, val_fold)
     stray = stray_files(dest, case_ids, ending)
     if stray:
         raise Conflict(f"dest: {dest} holds files that are not fold {val_fold}'s cases {stray[:5]}; {STRAY_FIX}")
     written = _predict_all(cfg, model, run_on, items(task, case_ids, with_label=False), dest, ending)
-    recorded = write_manifest(manifest or manifest_beside(dest), fold=val_fold, train_cases=trained_on,
-                              val_cases=case_ids, source=f"{MODULE} {checkpoint}")  # fmt: skip
+    recorded = write_manifest(
+        manifest or manifest_beside(dest),
+        fold=val_fold,
+        train_cases=trained_on,
+        val_cases=case_ids,
+        source=f"{MODULE} {checkpoint}",
+    )
     return {"split": split, "cases": len(written), "dest": str(dest), "manifest": str(recorded)}
 
 
@@ -286,9 +296,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = train(task, cfg, 0 if args.fold is None else args.fold, args.out, device=args.device)
         else:
             result = predict(
-                task, args.checkpoint, args.dest, split=args.split, fold=args.fold, device=args.device,
+                task,
+                args.checkpoint,
+                args.dest,
+                split=args.split,
+                fold=args.fold,
+                device=args.device,
                 manifest=args.manifest,
-            )  # fmt: skip
+            )
     except AmidError as exc:
         print(f"{exc.code}: {exc.message}", file=sys.stderr)
         return 2

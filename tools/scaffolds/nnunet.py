@@ -172,8 +172,14 @@ def _run(args: argparse.Namespace, task: TaskData) -> dict[str, object]:
         conversion = convert_task(task, layout, copy_images=args.copy)
         splits = write_splits(task, layout)
         counts = {"train_cases": len(conversion.train_cases), "test_cases": len(conversion.test_cases)}
-        return {"dataset": conversion.dataset, "raw": str(layout.raw), "splits": str(splits), **counts,
-                "label_map": conversion.label_map, "env": layout.env()}  # fmt: skip
+        return {
+            "dataset": conversion.dataset,
+            "raw": str(layout.raw),
+            "splits": str(splits),
+            **counts,
+            "label_map": conversion.label_map,
+            "env": layout.env(),
+        }
     if args.action == "train":
         options = {"epochs": args.epochs, "iterations": args.iterations, "mirroring": not args.disable_tta}
         folder = train(layout, args.configuration, args.fold, device=args.device, **options)

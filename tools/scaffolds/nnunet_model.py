@@ -66,9 +66,13 @@ def replay(model: Path, folds: list[int], input_dir: Path, output_dir: Path, *, 
     predictor = _predictor(model, folds, device)
     output_dir.mkdir(parents=True, exist_ok=True)
     predictor.predict_from_files(
-        str(input_dir), str(output_dir), save_probabilities=False, overwrite=True,
-        num_processes_preprocessing=1, num_processes_segmentation_export=1,
-    )  # fmt: skip
+        str(input_dir),
+        str(output_dir),
+        save_probabilities=False,
+        overwrite=True,
+        num_processes_preprocessing=1,
+        num_processes_segmentation_export=1,
+    )
     for record in NNUNET_RECORDS:
         (output_dir / record).unlink(missing_ok=True)
     inverse, ending = conversion.inverse_label_map(), conversion.file_ending

@@ -95,9 +95,13 @@ def train_side(template: str) -> str:
 
 
 def infer(
-    task_dir: Path, public: str, answers: str, answers_dir: Path, sample: str,
+    task_dir: Path,
+    public: str,
+    answers: str,
+    answers_dir: Path,
+    sample: str,
     adapters: dict[str, dict[str, Any]] | None = None,
-) -> InferredLayout:  # fmt: skip
+) -> InferredLayout:
     """`task_dir` holds the public folder at `public`; `answers` is the answers table (a real path);
     `adapters`: answers column → {adapter, train_label, options}, for labels the benchmark converts."""
     header, rows = read_rows(Path(answers))
@@ -114,17 +118,25 @@ def infer(
     missing = [i for i in test_ids if i not in by_id]
     if missing:
         raise InvalidInput(f"{Path(answers).name}: no answers for the sample submission's ids {missing[:5]}")
-    layout = _columns(task_dir, public, answers_dir, header, by_id, id_column, Path(answers).name, adapters or {},
-                      test_ids)  # fmt: skip
+    layout = _columns(
+        task_dir, public, answers_dir, header, by_id, id_column, Path(answers).name, adapters or {}, test_ids
+    )
     targets = [c for c in sample_header[1:] if c in header] or header[1:2]
     layout.target_values = [r.get(targets[0]) or "" for r in rows] if targets else []
     return layout
 
 
 def _columns(
-    task_dir: Path, public: str, answers_dir: Path, header: list[str], rows: dict[str, dict[str, str]],
-    id_column: str, table: str, adapters: dict[str, dict[str, Any]], test_ids: list[str],
-) -> InferredLayout:  # fmt: skip
+    task_dir: Path,
+    public: str,
+    answers_dir: Path,
+    header: list[str],
+    rows: dict[str, dict[str, str]],
+    id_column: str,
+    table: str,
+    adapters: dict[str, dict[str, Any]],
+    test_ids: list[str],
+) -> InferredLayout:
     inputs: list[tuple[str, str]] = []
     labels: list[tuple[str, str]] = []
     values: list[str] = []
@@ -156,10 +168,17 @@ def _columns(
 
 
 def _assemble(
-    task_dir: Path, public: str, id_column: str, inputs: list[tuple[str, str]], labels: list[tuple[str, str]],
-    values: list[str], columns: list[dict[str, Any]], table: str, adapters: dict[str, dict[str, Any]],
+    task_dir: Path,
+    public: str,
+    id_column: str,
+    inputs: list[tuple[str, str]],
+    labels: list[tuple[str, str]],
+    values: list[str],
+    columns: list[dict[str, Any]],
+    table: str,
+    adapters: dict[str, dict[str, Any]],
     test_ids: list[str],
-) -> InferredLayout:  # fmt: skip
+) -> InferredLayout:
     if not values and not labels and not inputs:  # every answer constant over a small test set
         values += [c["name"] for c in columns if c["kind"] == "constant"]
         columns = [c for c in columns if c["kind"] != "constant"]
@@ -174,13 +193,21 @@ def _assemble(
         if train_label is None and source["kind"] in ("file", "converted"):
             train_label = source["train_source"]
     for column, template in inputs:
-        columns.append({"name": column, "kind": "file", "answers_template": template,
-                        "train_source": f"{public}/{train_side(template)}", "input": True})  # fmt: skip
+        columns.append(
+            {
+                "name": column,
+                "kind": "file",
+                "answers_template": template,
+                "train_source": f"{public}/{train_side(template)}",
+                "input": True,
+            }
+        )
     train_ids = _train_ids(task_dir, public, id_column, columns, labels_table)
     train_images, test_images, channels = _images(task_dir, public, inputs, train_ids, test_ids, train_label)
     label_ending = ending_of(labels[0][1]) if labels else None
-    return InferredLayout(id_column, train_ids, [], train_images, test_images, channels, train_label,
-                          labels_table, label_ending, columns)  # fmt: skip
+    return InferredLayout(
+        id_column, train_ids, [], train_images, test_images, channels, train_label, labels_table, label_ending, columns
+    )
 
 
 def _train_source(
@@ -193,8 +220,14 @@ def _train_source(
         source = f"{public}/{adapter['train_label']}"
         if not template_ids(task_dir, source):
             raise InvalidInput(f"{table}: column {column!r}: no training labels match {source!r}", field=column)
-        return {"name": column, "kind": "converted", "answers_template": template, "train_source": source,
-                "adapter": adapter["adapter"], "adapter_options": adapter.get("options") or {}}  # fmt: skip
+        return {
+            "name": column,
+            "kind": "converted",
+            "answers_template": template,
+            "train_source": source,
+            "adapter": adapter["adapter"],
+            "adapter_options": adapter.get("options") or {},
+        }
     if template.lower().endswith(".json"):
         coco = _coco_file(task_dir / public)
         if coco is not None:
@@ -254,9 +287,13 @@ def _train_ids(
 
 
 def _images(
-    task_dir: Path, public: str, inputs: list[tuple[str, str]], train_ids: list[str], test_ids: list[str],
+    task_dir: Path,
+    public: str,
+    inputs: list[tuple[str, str]],
+    train_ids: list[str],
+    test_ids: list[str],
     label: str | None,
-) -> tuple[list[str], list[str], list[str]]:  # fmt: skip
+) -> tuple[list[str], list[str], list[str]]:
     """Input templates of both splits and the channel names: named by the answers' input columns, or
     else the folders whose image files are named by the split's case ids."""
     if inputs:

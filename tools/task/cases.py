@@ -183,8 +183,15 @@ def _template_cases(task_dir: Path, layout: DataLayout, files: CaseFiles, split:
             raise InvalidInput(
                 f"case {case_id!r}: files {absent[:3]} are missing under task/", field="layout.case_files"
             )
-        cases.append(Case(case_id=case_id, split=split, image_paths=tuple(paths), label_path=label_path,
-                          group=groups.get(case_id, case_id)))  # fmt: skip
+        cases.append(
+            Case(
+                case_id=case_id,
+                split=split,
+                image_paths=tuple(paths),
+                label_path=label_path,
+                group=groups.get(case_id, case_id),
+            )
+        )
     return cases
 
 

@@ -16,8 +16,21 @@ from pathlib import Path, PurePosixPath
 
 from amid.server.errors import InvalidInput
 
-IMAGE_ENDINGS = (".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".png", ".jpg", ".jpeg", ".tiff", ".tif", ".bmp", ".dcm",
-                 ".dicom")  # fmt: skip
+IMAGE_ENDINGS = (
+    ".nii.gz",
+    ".nii",
+    ".mha",
+    ".mhd",
+    ".nrrd",
+    ".png",
+    ".jpg",
+    ".jpeg",
+    ".tiff",
+    ".tif",
+    ".bmp",
+    ".dcm",
+    ".dicom",
+)
 MAX_FOLDERS = 5000  # a prepared folder with more holds something other than one image folder per split
 
 

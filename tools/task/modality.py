@@ -7,8 +7,18 @@ from typing import Literal
 
 # What a model or a dataset images ("multi": several of these in one task or model).
 ImagedModality = Literal[
-    "CT", "MRI", "PET", "X-ray", "ultrasound", "pathology", "microscopy", "fundus", "OCT", "endoscopy",
-    "dermoscopy", "multi",
-]  # fmt: skip
+    "CT",
+    "MRI",
+    "PET",
+    "X-ray",
+    "ultrasound",
+    "pathology",
+    "microscopy",
+    "fundus",
+    "OCT",
+    "endoscopy",
+    "dermoscopy",
+    "multi",
+]
 # A task's modality: one of those, or "other" where none fits (no model or template claims "other").
 Modality = Literal[ImagedModality, "other"]

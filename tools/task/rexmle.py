@@ -47,9 +47,22 @@ MODALITY_WORDS = [  # first match wins; free text such as "CTA", "Panoramic X-ra
     ("endoscopy", r"endoscop|colonoscop|gastroscop"),
 ]
 DESCRIPTION_CHARS = 2000  # of a description read for its modality words: the overview, not the rules
-FILE_TYPES = {".nii.gz": "nifti", ".nii": "nifti", ".png": "png", ".tif": "tiff", ".tiff": "tiff", ".mha": "mha",
-              ".mhd": "mha", ".nrrd": "nrrd", ".json": "json", ".geojson": "json", ".yaml": "yaml", ".yml": "yaml",
-              ".txt": "txt", ".csv": "csv"}  # fmt: skip
+FILE_TYPES = {
+    ".nii.gz": "nifti",
+    ".nii": "nifti",
+    ".png": "png",
+    ".tif": "tiff",
+    ".tiff": "tiff",
+    ".mha": "mha",
+    ".mhd": "mha",
+    ".nrrd": "nrrd",
+    ".json": "json",
+    ".geojson": "json",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".txt": "txt",
+    ".csv": "csv",
+}
 
 
 def is_benchmark_config(config: Any) -> bool:
@@ -95,9 +108,16 @@ def _data_dir(folder: Path, task_id: str, dataset: dict[str, Any], given: Path |
 
 
 def _build(
-    folder: Path, config: dict[str, Any], task_id: str, public_src: Path, private_src: Path, answers: Path,
-    answers_dir: Path, sample: Path, primary_metric: str | None,
-) -> ImportedTask:  # fmt: skip
+    folder: Path,
+    config: dict[str, Any],
+    task_id: str,
+    public_src: Path,
+    private_src: Path,
+    answers: Path,
+    answers_dir: Path,
+    sample: Path,
+    primary_metric: str | None,
+) -> ImportedTask:
     public = public_src.name  # the prepared folder keeps its name under task/ ("public")
     sample_rel = f"{public}/{sample.relative_to(public_src).as_posix()}"
     adapters = benchmark_label_adapters(task_id)
@@ -286,8 +306,10 @@ def _primary(config: dict[str, Any], directions: dict[str, str], folder: Path, g
                 f"--primary-metric {given!r} is not one of the task's metrics {keys}", field="--primary-metric"
             )
         return given, "given at init"
-    named = [((config.get("metadata") or {}).get("primary_metric"), "metadata.primary_metric"),
-             ((config.get("grader") or {}).get("name"), "grader.name")]  # fmt: skip
+    named = [
+        ((config.get("metadata") or {}).get("primary_metric"), "metadata.primary_metric"),
+        ((config.get("grader") or {}).get("name"), "grader.name"),
+    ]
     for name, where in named:
         if name in directions:
             return str(name), f"config.yaml {where}"

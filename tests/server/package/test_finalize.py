@@ -171,10 +171,15 @@ def test_finalize_and_verify_go_through_the_running_server(run_copy: Workspace) 
     process, _ = start_server(run_copy.root)
     try:
         base = [sys.executable, "-m", "amid"]
-        kept = subprocess.run([*base, "finalize", "-w", str(run_copy.root)], capture_output=True, text=True,
-                              timeout=120)  # fmt: skip
-        checked = subprocess.run([*base, "verify-package", str(run_copy.sub("package")), "-w", str(run_copy.root)],
-                                 capture_output=True, text=True, timeout=300)  # fmt: skip
+        kept = subprocess.run(
+            [*base, "finalize", "-w", str(run_copy.root)], capture_output=True, text=True, timeout=120
+        )
+        checked = subprocess.run(
+            [*base, "verify-package", str(run_copy.sub("package")), "-w", str(run_copy.root)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     finally:
         stop_server(process)
     assert kept.returncode == 0, kept.stderr

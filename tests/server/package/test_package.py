@@ -92,8 +92,17 @@ def test_read_package_summary_gives_the_report_what_it_shows(demo_run: DemoRun, 
 def test_verify_package_passes_on_the_built_package_with_the_workspace(run_copy: Workspace) -> None:
     result = amid("verify-package", str(run_copy.root / "package"), "-w", str(run_copy.root))
     assert result.exit_code == 0, result.output
-    names = ("manifest hash", "files", "manifest consistency", "signature", "signed files", "ledger", "code",
-             "re-score", "grader")  # fmt: skip
+    names = (
+        "manifest hash",
+        "files",
+        "manifest consistency",
+        "signature",
+        "signed files",
+        "ledger",
+        "code",
+        "re-score",
+        "grader",
+    )
     for name in names:
         assert any(line.startswith(name) and " passed " in line for line in result.output.splitlines()), name
     assert "all checks passed, signed by the trusted key" in result.output

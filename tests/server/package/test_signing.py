@@ -25,8 +25,12 @@ def write_package(root: Path, seed: int = 0) -> Path:
     """A small package laid out as the builder writes one: code, weights, predictions, scores, review."""
     rng = np.random.default_rng(seed)
     package = root / "package"
-    files = {"code/train.py": b"print('fit')\n", "weights/model.pt": rng.bytes(512),
-             "predictions/fold-0/case_001.nii.gz": rng.bytes(256), "README.md": b"# package\n"}  # fmt: skip
+    files = {
+        "code/train.py": b"print('fit')\n",
+        "weights/model.pt": rng.bytes(512),
+        "predictions/fold-0/case_001.nii.gz": rng.bytes(256),
+        "README.md": b"# package\n",
+    }
     for rel, data in files.items():
         (package / rel).parent.mkdir(parents=True, exist_ok=True)
         (package / rel).write_bytes(data)
@@ -34,14 +38,33 @@ def write_package(root: Path, seed: int = 0) -> Path:
     dump(package / "scores.json", {"attempt_id": ATTEMPT, "folds": folds, "mean": {"dice": 0.61}, "holdout": {}})
     dump(package / "review.json", {"attempt_id": ATTEMPT, "commit": COMMIT, "verdict": "accepted", "review_id": REVIEW})
     listed = [entry(package, rel) for rel in tree_files(package) if rel not in UNLISTED]
-    artifacts = [{"role": "predictions", "fold": 0, "member": None, "declared_path": "out/case_001.nii.gz",
-                  "path": "predictions/fold-0/case_001.nii.gz"}]  # fmt: skip
+    artifacts = [
+        {
+            "role": "predictions",
+            "fold": 0,
+            "member": None,
+            "declared_path": "out/case_001.nii.gz",
+            "path": "predictions/fold-0/case_001.nii.gz",
+        }
+    ]
     for artifact in artifacts:
         artifact |= {k: v for k, v in entry(package, artifact["path"]).items() if k in ("sha256", "size_bytes")}
-    write_manifest(package, {"attempt_id": ATTEMPT, "commit": COMMIT, "lane_id": "nnunet", "task_id": "t",
-                             "contract_hash": "c" * 64, "review_id": REVIEW, "verdict": "accepted",
-                             "verified_primary_score": 0.61, "verified_metrics": {"dice": 0.61},
-                             "artifacts": artifacts, "files": listed})  # fmt: skip
+    write_manifest(
+        package,
+        {
+            "attempt_id": ATTEMPT,
+            "commit": COMMIT,
+            "lane_id": "nnunet",
+            "task_id": "t",
+            "contract_hash": "c" * 64,
+            "review_id": REVIEW,
+            "verdict": "accepted",
+            "verified_primary_score": 0.61,
+            "verified_metrics": {"dice": 0.61},
+            "artifacts": artifacts,
+            "files": listed,
+        },
+    )
     sign_package(package, run_key(root / ".amid"))
     return package
 
@@ -82,8 +105,11 @@ def resign_with(package: Path, key: Ed25519PrivateKey, *, swap_key_file: bool) -
     """Sign the forged package with the forger's own key (and, if asked, put that key in the package)."""
     payload = json.dumps(statement(package), sort_keys=True, separators=(",", ":")).encode()
     signed = b"DSSEv1 %d %s %d %s" % (28, b"application/vnd.in-toto+json", len(payload), payload)
-    envelope = {"payloadType": "application/vnd.in-toto+json", "payload": base64.b64encode(payload).decode(),
-                "signatures": [{"keyid": "x", "sig": base64.b64encode(key.sign(signed)).decode()}]}  # fmt: skip
+    envelope = {
+        "payloadType": "application/vnd.in-toto+json",
+        "payload": base64.b64encode(payload).decode(),
+        "signatures": [{"keyid": "x", "sig": base64.b64encode(key.sign(signed)).decode()}],
+    }
     (package / ATTESTATION).write_text(json.dumps(envelope), encoding="utf-8")
     if swap_key_file:
         (package / PACKAGE_KEY).write_bytes(public_pem(key.public_key()))
@@ -118,8 +144,17 @@ def test_without_a_trusted_key_it_says_integrity_only_and_exits_3(tmp_path: Path
     assert as_json["passed"] is True and as_json["authenticated"] is False
 
 
-@pytest.mark.parametrize("rel", ["code/train.py", "weights/model.pt", "predictions/fold-0/case_001.nii.gz",
-                                 "scores.json", "review.json", "README.md"])  # fmt: skip
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "code/train.py",
+        "weights/model.pt",
+        "predictions/fold-0/case_001.nii.gz",
+        "scores.json",
+        "review.json",
+        "README.md",
+    ],
+)
 def test_one_changed_byte_of_any_file_fails_naming_it(tmp_path: Path, rel: str) -> None:
     package = write_package(tmp_path)
     data = bytearray((package / rel).read_bytes())

@@ -19,8 +19,9 @@ REPLAY = commands(sys.executable, "demo-liver-lesion-ct", "3d_fullres", 1, gpus_
 
 
 def _package_with_vendored_code(workspace: Workspace, tmp_path: Path) -> tuple[Path, dict[str, object]]:
-    commit = subprocess.run(["git", "rev-parse", "main"], cwd=workspace.repo_dir, check=True,
-                            capture_output=True, text=True).stdout.strip()  # fmt: skip
+    commit = subprocess.run(
+        ["git", "rev-parse", "main"], cwd=workspace.repo_dir, check=True, capture_output=True, text=True
+    ).stdout.strip()
     store_commit(workspace.commit_store, workspace.repo_dir, commit)  # as submit_attempt keeps it
     package = tmp_path / "package"
     with detached_worktree(workspace.commit_store, commit) as tree:

@@ -22,8 +22,16 @@ def chromium() -> str:
 def _run(page: Path | str, profile: Path, *flags: str) -> str:
     """Chromium on a file, or on a URL (a str: http://…, cookies kept in `profile` for the run)."""
     target = page if isinstance(page, str) else page.resolve().as_uri()
-    command = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-               f"--user-data-dir={profile}", *flags, target]  # fmt: skip
+    command = [
+        chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        f"--user-data-dir={profile}",
+        *flags,
+        target,
+    ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     return result.stdout

@@ -37,8 +37,10 @@ def served(demo_copy: Path) -> Iterator[Served]:
     process, url = start_server(demo_copy)
     try:
         workspace = Workspace.open(demo_copy)
-        tokens = {role: admin_call(workspace, "token_create", {"name": f"{role}-1", "role": role})["token"]
-                  for role in ("human", "agent", "supervisor")}  # fmt: skip
+        tokens = {
+            role: admin_call(workspace, "token_create", {"name": f"{role}-1", "role": role})["token"]
+            for role in ("human", "agent", "supervisor")
+        }
         parts = urlsplit(url)
         yield Served(demo_copy, f"{parts.scheme}://{parts.netloc}/dashboard", tokens, numbers)
     finally:
@@ -77,8 +79,12 @@ def test_dashboard_serves_the_report_live_to_a_human(served: Served, tmp_path: P
 
 def test_amid_report_goes_through_the_running_server(served: Served, tmp_path: Path) -> None:
     out = tmp_path / "report.html"
-    result = subprocess.run([sys.executable, "-m", "amid", "report", "-w", str(served.workspace), "--out",
-                             str(out)], capture_output=True, text=True, timeout=120)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "amid", "report", "-w", str(served.workspace), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr  # the server holds the ledger: only its admin route can read it
     page = parse(out.read_text(encoding="utf-8"))
     assert not [m for m in page.by_tag("meta") if m.attrs.get("http-equiv") == "refresh"]  # a file does not reload

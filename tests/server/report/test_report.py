@@ -25,8 +25,12 @@ from tests.server.report.dom import parse
 
 def test_report_of_the_demo_run_draws_every_plot_and_matches_the_ledger(demo_copy: Path, tmp_path: Path) -> None:
     out = tmp_path / "report.html"
-    result = subprocess.run([sys.executable, "-m", "amid", "report", "-w", str(demo_copy), "--out", str(out)],
-                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "amid", "report", "-w", str(demo_copy), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert f"report written to {out}" in result.stdout
     html = out.read_text(encoding="utf-8")
@@ -43,8 +47,9 @@ def test_report_of_the_demo_run_draws_every_plot_and_matches_the_ledger(demo_cop
 
 
 def test_report_defaults_to_the_workspace_folder(demo_copy: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "amid", "report", "-w", str(demo_copy)],
-                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "amid", "report", "-w", str(demo_copy)], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     assert (demo_copy / "report.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
 
@@ -62,9 +67,21 @@ def test_a_run_without_attempts_shows_no_data_yet_in_every_plot(services: Servic
 
 def test_ledger_text_written_by_agents_is_escaped(services: Services, tmp_path: Path) -> None:
     evil = '<script>document.title="owned"</script><img src=x onerror="document.title=1">'
-    services.ledger.lanes.add([LaneRow(lane_id="agent-lane", title=f"lane {evil}", family="custom", tier="secondary",
-                                       origin="agent", rank=1.0, lane_file="memory/lanes/agent-lane.md", spec={})],
-                              utcnow())  # fmt: skip
+    services.ledger.lanes.add(
+        [
+            LaneRow(
+                lane_id="agent-lane",
+                title=f"lane {evil}",
+                family="custom",
+                tier="secondary",
+                origin="agent",
+                rank=1.0,
+                lane_file="memory/lanes/agent-lane.md",
+                spec={},
+            )
+        ],
+        utcnow(),
+    )
     services.ledger.notes.add("alice", "observation", "agent-lane", f"note {evil}", "body", {})
     html = build_report(services.ledger, services.workspace)
     assert "<script" not in html and "<img" not in html

@@ -107,8 +107,13 @@ class BenchmarkAgent(AgentSandbox):
             **overrides.pop("artifacts", {}),
         }
         declared = {self.contract.primary_metric: overrides.pop("primary")}
-        return {"commit": commit, "folds": [fold], "declared_scores": {str(fold): declared}, "artifacts": artifacts,
-                **overrides}  # fmt: skip
+        return {
+            "commit": commit,
+            "folds": [fold],
+            "declared_scores": {str(fold): declared},
+            "artifacts": artifacts,
+            **overrides,
+        }
 
     # ----------------------------------------------------------------- files
 

@@ -53,10 +53,20 @@ async def test_audit_revokes_what_changed_and_takes_it_off_the_leaderboard_and_l
 ) -> None:
     ledger = review_services.ledger
     ledger.lanes.add(
-        [LaneRow(lane_id=LANE, title="audit", family="baseline", tier="primary", origin="planner", rank=1.0,
-                 lane_file=f"memory/lanes/{LANE}.md", spec={})],
+        [
+            LaneRow(
+                lane_id=LANE,
+                title="audit",
+                family="baseline",
+                tier="primary",
+                origin="planner",
+                rank=1.0,
+                lane_file=f"memory/lanes/{LANE}.md",
+                spec={},
+            )
+        ],
         utcnow(),
-    )  # fmt: skip
+    )
     reviews = [await accepted(review_services, f"audited-{i}", i, 40 + i, lane_id=LANE) for i in range(4)]
     changed, missing, uncommitted, intact = (r["attempt_id"] for r in reviews)
     rewrite(frozen(review_services, changed, "predictions"))

@@ -133,5 +133,9 @@ def test_same_cases_on_both_sides_flip_signs_of_the_paired_differences() -> None
 
 
 def test_too_few_finite_cases_cannot_be_gated() -> None:
-    assert gap_test(scores("v", [0.5, 0.6]), {"h": 0.4, "x": float("nan")}, higher_is_better=True,
-                    metric_tolerance=1e-3, seed=0) is None  # fmt: skip
+    assert (
+        gap_test(
+            scores("v", [0.5, 0.6]), {"h": 0.4, "x": float("nan")}, higher_is_better=True, metric_tolerance=1e-3, seed=0
+        )
+        is None
+    )

@@ -11,14 +11,25 @@ LAYOUT = DataLayout(train_images="public/train/images", train_labels="public/tra
 
 
 def case(case_id: str, folder: str = "public/train") -> Case:
-    return Case(case_id=case_id, split="train", image_paths=(f"{folder}/images/{case_id}_0000.nii.gz",),
-                label_path=f"{folder}/labels/{case_id}.nii.gz")  # fmt: skip
+    return Case(
+        case_id=case_id,
+        split="train",
+        image_paths=(f"{folder}/images/{case_id}_0000.nii.gz",),
+        label_path=f"{folder}/labels/{case_id}.nii.gz",
+    )
 
 
 def test_ids_file_names_and_paths_map_to_their_case() -> None:
     index = CaseIndex.of([case("p03_a"), case("p03_b"), case("p04_a")], LAYOUT)
-    entries = {0: ["p03_a", "p03_b_0000.nii.gz", "task/public/train/images/p04_a_0000.nii.gz",
-                   "/ws/task/public/train/labels/p03_a.nii.gz", "data/p04_a_0000"]}  # fmt: skip
+    entries = {
+        0: [
+            "p03_a",
+            "p03_b_0000.nii.gz",
+            "task/public/train/images/p04_a_0000.nii.gz",
+            "/ws/task/public/train/labels/p03_a.nii.gz",
+            "data/p04_a_0000",
+        ]
+    }
     assert resolve_entries(entries, index) == ({0: ["p03_a", "p03_b", "p04_a"]}, [])
 
 

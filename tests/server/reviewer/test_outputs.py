@@ -30,8 +30,10 @@ def test_a_symlink_to_a_label_is_reported_by_name_and_not_followed(tmp_path: Pat
     (outputs / "case1.nii.gz").symlink_to(secret)
     (outputs / "dangling.nii.gz").symlink_to("/nonexistent/inside/the/sandbox")  # resolves only on the host
     unsafe = vet_outputs(outputs, vetted)
-    assert unsafe == [{"file": "case1.nii.gz", "kind": "symbolic link"},
-                      {"file": "dangling.nii.gz", "kind": "symbolic link"}]  # fmt: skip
+    assert unsafe == [
+        {"file": "case1.nii.gz", "kind": "symbolic link"},
+        {"file": "dangling.nii.gz", "kind": "symbolic link"},
+    ]
     assert not (vetted / "case1.nii.gz").exists()
 
 

@@ -34,6 +34,7 @@ def test_a_fold_of_two_cases_gets_no_baseline_no_model_could_beat() -> None:
 
 def test_a_nan_baseline_is_undefined_and_the_draws_mean_of_defined_values_replaces_it() -> None:
     assert permuted.undefined(None) and permuted.undefined(_summary(math.nan)) and not permuted.undefined(_summary(0))
-    averaged = permuted.averaged([{"score": _summary(0.5)}, {"score": _summary(math.nan)}, {"score": _summary(1.0)}],
-                                 ["score", "absent"])  # fmt: skip
+    averaged = permuted.averaged(
+        [{"score": _summary(0.5)}, {"score": _summary(math.nan)}, {"score": _summary(1.0)}], ["score", "absent"]
+    )
     assert set(averaged) == {"score"} and averaged["score"].mean == 0.75 and averaged["score"].n_cases == 3

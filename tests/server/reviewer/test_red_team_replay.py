@@ -91,8 +91,10 @@ async def test_label_copies_whose_replay_outputs_noise_are_not_reproduced(review
     sha = box.commit({"noise.py": NOISE_PY})
     folder = box.write_predictions(1, marked(32))
     command = ["{python}", "noise.py", "{input_dir}", "{output_dir}"]
-    evidence = _failure(await _review(review_services, box, box.payload(sha, 1, folder, inference_command=command)),
-                        "PRED_NOT_REPRODUCED")  # fmt: skip
+    evidence = _failure(
+        await _review(review_services, box, box.payload(sha, 1, folder, inference_command=command)),
+        "PRED_NOT_REPRODUCED",
+    )
     assert evidence["n_cases"] == evidence["n_differing"] == len(box.folds.val_cases(1))  # every case, not a sample
     assert all(c["agreement"] < LABEL_AGREEMENT and c["fold"] == 1 for c in evidence["cases"])
     assert {c["case_id"] for c in evidence["cases"]} <= set(box.folds.val_cases(1))

@@ -34,8 +34,12 @@ def _nuclei(box: BenchmarkAgent, case: str) -> bytes:
     column = next(c for c in grader.fold_answers or [] if c.kind == "converted")
     with tempfile.TemporaryDirectory() as tmp:
         target = Path(tmp) / f"{case}_nuclei.json"
-        convert(str(column.adapter), box.workspace.task_dir / str(box.cases[case].label_path), target,
-                column.adapter_options)  # fmt: skip
+        convert(
+            str(column.adapter),
+            box.workspace.task_dir / str(box.cases[case].label_path),
+            target,
+            column.adapter_options,
+        )
         return target.read_bytes()
 
 
@@ -67,8 +71,14 @@ def partial(box: BenchmarkAgent, commit: str, reviewed: Reviewed, fold: int) -> 
     submission = box.test_submission("outputs/partial-submission")
     dropped = _drop_last_case(box, submission)
     reviewed.folds["partial"], reviewed.declared["partial"] = fold, 0.0
-    payload = box.payload(commit, fold, folder, primary=0.0, artifacts={"checkpoint": checkpoint,
-                          "submission": submission}, inference_command=REPLAY)  # fmt: skip
+    payload = box.payload(
+        commit,
+        fold,
+        folder,
+        primary=0.0,
+        artifacts={"checkpoint": checkpoint, "submission": submission},
+        inference_command=REPLAY,
+    )
     return payload, dropped
 
 

@@ -67,8 +67,9 @@ def perfect(box: BenchmarkAgent, commit: str, reviewed: Reviewed) -> dict[str, A
     reviewed.folds["perfect"], reviewed.declared["perfect"] = fold, PERFECT.get(reviewed.challenge_id, 1.0)
     submission = box.test_submission("outputs/submission")
     artifacts = {"submission": submission, "checkpoint": checkpoint}
-    return box.payload(commit, fold, folder, primary=reviewed.declared["perfect"], artifacts=artifacts,
-                       inference_command=REPLAY)  # fmt: skip
+    return box.payload(
+        commit, fold, folder, primary=reviewed.declared["perfect"], artifacts=artifacts, inference_command=REPLAY
+    )
 
 
 def trivial(box: BenchmarkAgent, commit: str, reviewed: Reviewed, fold: int) -> dict[str, Any]:
@@ -78,8 +79,9 @@ def trivial(box: BenchmarkAgent, commit: str, reviewed: Reviewed, fold: int) -> 
     submission = box.test_submission("outputs/broken-submission", broken=True)
     reviewed.folds["trivial"], reviewed.declared["trivial"] = fold, trivial_score(box, fold)
     artifacts = {"checkpoint": checkpoint, "submission": submission}
-    return box.payload(commit, fold, folder, primary=reviewed.declared["trivial"], artifacts=artifacts,
-                       inference_command=REPLAY)  # fmt: skip
+    return box.payload(
+        commit, fold, folder, primary=reviewed.declared["trivial"], artifacts=artifacts, inference_command=REPLAY
+    )
 
 
 def trivial_score(box: BenchmarkAgent, fold: int) -> float:
@@ -130,8 +132,9 @@ def prepare(challenge_id: str, root: Path) -> tuple[Services, Reviewed, dict[str
 def reviewed_all(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Reviewed]]:
     """Every challenge's attempts, submitted at once and reviewed side by side (a reviewer each)."""
     prepared = {c: prepare(c, tmp_path_factory.mktemp(c)) for c in REVIEWED}
-    attempts = [(services, name, payload) for services, _, payloads in prepared.values() for name, payload in
-                payloads.items()]  # fmt: skip
+    attempts = [
+        (services, name, payload) for services, _, payloads in prepared.values() for name, payload in payloads.items()
+    ]
     try:
         answers = iter(anyio.run(review_all, attempts))
         for _, result, payloads in prepared.values():

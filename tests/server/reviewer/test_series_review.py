@@ -72,15 +72,19 @@ def _brain_tumour_task(root: Path, cases: list[str] = CASES, holdout: float = 0.
         "title": "Series folders per MRI sequence",
         "modality": "MRI",
         "task_type": "classification",
-        "layout": {"train_images": "train", "file_ending": ".dcm", "labels_table": "labels.csv",
-                   "channels": ["FLAIR", "T1w"],
-                   "case_files": {"train_images": ["train/{case}/FLAIR", "train/{case}/T1w"]}},
+        "layout": {
+            "train_images": "train",
+            "file_ending": ".dcm",
+            "labels_table": "labels.csv",
+            "channels": ["FLAIR", "T1w"],
+            "case_files": {"train_images": ["train/{case}/FLAIR", "train/{case}/T1w"]},
+        },
         "metrics": [{"name": "balanced_accuracy", "direction": "higher_better"}],
         "primary_metric": "balanced_accuracy",
         "prediction": {"file_type": "csv", "csv_columns": ["case_id", "label"]},
         "submission": {"columns": ["case_id", "label"]},
         "validation": {"k_folds": 2, "seed": 0, "holdout_fraction": holdout},
-    }  # fmt: skip
+    }
     (root / "task.yaml").write_text(yaml.safe_dump(task), encoding="utf-8")
     return root / "task.yaml"
 
@@ -120,11 +124,14 @@ def _payload(box: AgentSandbox, fold: int, predicted: dict[str, int], declared: 
         "commit": box.commit({"series_model.py": SERIES_MODEL_PY}, message=f"series model {tag}"),
         "folds": [fold],
         "declared_scores": {str(fold): {"balanced_accuracy": declared}},
-        "artifacts": {"predictions": {str(fold): table},
-                      "training_manifest": box.honest_manifest([fold], f"outputs/{tag}/manifest.json"),
-                      **box.write_evidence(tag), "checkpoint": checkpoint},
+        "artifacts": {
+            "predictions": {str(fold): table},
+            "training_manifest": box.honest_manifest([fold], f"outputs/{tag}/manifest.json"),
+            **box.write_evidence(tag),
+            "checkpoint": checkpoint,
+        },
         "inference_command": REPLAY,
-    }  # fmt: skip
+    }
 
 
 def _hard_fold(box: AgentSandbox) -> int:

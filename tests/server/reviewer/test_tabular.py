@@ -142,5 +142,12 @@ async def test_a_table_copied_with_reformatted_values_fires_duplicate_payload_as
     async with client_for(table_services, copier.agent_id) as client:
         copied = await submit_and_review(client, payload)
     found = failed_codes(copied)["DUPLICATE_PAYLOAD"]["evidence"]["duplicates"]
-    assert found == [{"fold": 1, "earlier_attempt_id": first["attempt_id"], "identical": "near",
-                      "lowest_case_agreement": 1.0, "threshold": 0.999}]  # fmt: skip
+    assert found == [
+        {
+            "fold": 1,
+            "earlier_attempt_id": first["attempt_id"],
+            "identical": "near",
+            "lowest_case_agreement": 1.0,
+            "threshold": 0.999,
+        }
+    ]

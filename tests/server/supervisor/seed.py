@@ -17,10 +17,18 @@ from amid.server.workspace import Workspace
 
 def add_lanes(ledger: Ledger, tiers: dict[str, str]) -> None:
     rows = [
-        LaneRow(lane_id=lane_id, title=lane_id, family="test", tier=tier, origin="planner", rank=0.0,
-                lane_file=f"memory/lanes/{lane_id}.md", spec={"lane_id": lane_id})
+        LaneRow(
+            lane_id=lane_id,
+            title=lane_id,
+            family="test",
+            tier=tier,
+            origin="planner",
+            rank=0.0,
+            lane_file=f"memory/lanes/{lane_id}.md",
+            spec={"lane_id": lane_id},
+        )
         for lane_id, tier in tiers.items()
-    ]  # fmt: skip
+    ]
     ledger.lanes.add(rows, utcnow())
 
 
@@ -49,10 +57,16 @@ def reviewed(
     sha = _head(workspace)
     store_commit(workspace.commit_store, workspace.repo_dir, sha)
     new = NewAttempt(
-        agent_id=agent_id, lane_id=lane_id, commit_sha=sha, folds=list(range(len(fold_scores))),
-        budget_class=budget_class, parent_attempt_id=None, inference_command=None, idempotency_key=None,
+        agent_id=agent_id,
+        lane_id=lane_id,
+        commit_sha=sha,
+        folds=list(range(len(fold_scores))),
+        budget_class=budget_class,
+        parent_attempt_id=None,
+        inference_command=None,
+        idempotency_key=None,
         summary=None,
-    )  # fmt: skip
+    )
 
     def finish(attempt_id: str) -> str:
         if pin:
@@ -74,7 +88,14 @@ def pending(ledger: Ledger, workspace: Workspace, agent_id: str, lane_id: str) -
     """An attempt submitted but not yet reviewed."""
     sha = _head(workspace)
     new = NewAttempt(
-        agent_id=agent_id, lane_id=lane_id, commit_sha=sha, folds=[0], budget_class="real", parent_attempt_id=None,
-        inference_command=None, idempotency_key=None, summary=None,
-    )  # fmt: skip
+        agent_id=agent_id,
+        lane_id=lane_id,
+        commit_sha=sha,
+        folds=[0],
+        budget_class="real",
+        parent_attempt_id=None,
+        inference_command=None,
+        idempotency_key=None,
+        summary=None,
+    )
     return ledger.attempts.create(new)[0]

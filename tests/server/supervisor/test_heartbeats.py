@@ -54,8 +54,11 @@ async def test_heartbeats_are_sent_once_per_cause_across_supervisors(tuned: Make
     async with local_client(services, "boss", "supervisor") as boss:
         first = ledger.db.fetchone("SELECT heartbeat_id, cause_key FROM heartbeats WHERE agent_id = 'ana' LIMIT 1")
         assert first is not None
-        repeat = await ok(boss, "send_heartbeat", {"agent_id": "ana", "kind": "custom", "prompt": "again",
-                                                   "cause_key": first["cause_key"]})  # fmt: skip
+        repeat = await ok(
+            boss,
+            "send_heartbeat",
+            {"agent_id": "ana", "kind": "custom", "prompt": "again", "cause_key": first["cause_key"]},
+        )
     assert repeat["created"] is False and repeat["heartbeat_id"] == first["heartbeat_id"]
 
 
@@ -74,11 +77,20 @@ async def test_a_plateau_demands_a_focus_note_before_more_real_attempts_are_revi
     async with local_client(services, "ana") as ana:
         refused = await error(ana, "request_review", {"attempt_id": next_attempt})
         assert refused.startswith("CONFLICT: attempt_id: your lane plateaued") and "post_note kind=focus" in refused
-        await ok(ana, "post_note", {
-            "kind": "focus", "title": "Switch to a larger patch", "body": "plan", "lane_id": "unet",
-            "focus": "patch 128", "evidence": "att-00001 0.80", "remaining_budget": "1 h",
-            "abandon_condition": "no gain in 2 attempts",
-        })  # fmt: skip
+        await ok(
+            ana,
+            "post_note",
+            {
+                "kind": "focus",
+                "title": "Switch to a larger patch",
+                "body": "plan",
+                "lane_id": "unet",
+                "focus": "patch 128",
+                "evidence": "att-00001 0.80",
+                "remaining_budget": "1 h",
+                "abandon_condition": "no gain in 2 attempts",
+            },
+        )
     assert ledger.supervision.focus_required("ana") is None
 
 

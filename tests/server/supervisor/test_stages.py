@@ -51,25 +51,29 @@ async def test_exploration_ends_when_primary_lanes_are_covered_and_plateaued_the
         assert promotion is not None and "gap 0.1 > noise 0: no challenger" in promotion["reason"]
         assert (await supervisor.tick()).stage == "exploitation"  # no plateau since promotion yet
         assert _roles(services) == [  # cy's 0.9 failed checks (a gain to repair); ben's rejected 0.6 was no gain
-            ("ana", "exploitation", "optimizer", "unet"), ("ben", "exploitation", "support", "unet"),
+            ("ana", "exploitation", "optimizer", "unet"),
+            ("ben", "exploitation", "support", "unet"),
             ("cy", "exploitation", "repair", "post"),
-        ]  # fmt: skip
+        ]
         reviewed(ledger, ws, "ana", "unet", [0.77])
         reviewed(ledger, ws, "ana", "unet", [0.76])
         third = await supervisor.tick()
         assert third.stage == "done" or (await supervisor.tick()).stage == "done"
     assert [(f, t) for f, t, _ in _stages(services)] == [
-        ("exploration", "exploitation"), ("exploitation", "finalization"), ("finalization", "done"),
-    ]  # fmt: skip
+        ("exploration", "exploitation"),
+        ("exploitation", "finalization"),
+        ("finalization", "done"),
+    ]
     assert "every primary lane is covered and plateaued" in _stages(services)[0][2]
     assert "plateaued since promotion" in _stages(services)[1][2]
     final = ledger.db.fetchone("SELECT attempt_id, lane_id, audit_id FROM v_final_choice")
     assert final is not None and final["attempt_id"] == best and final["lane_id"] == "unet" and final["audit_id"]
     assert ledger.db.scalar("SELECT stage FROM v_stage") == "done"
     assert _roles(services)[3:] == [
-        ("ana", "finalization", "finalizer", "unet"), ("ben", "finalization", "finalizer", "fm"),
+        ("ana", "finalization", "finalizer", "unet"),
+        ("ben", "finalization", "finalizer", "fm"),
         ("cy", "finalization", "finalizer", "post"),
-    ]  # fmt: skip
+    ]
 
 
 async def test_a_runner_up_within_fold_noise_is_kept_as_challenger_and_uncovered_lanes_are_waived(

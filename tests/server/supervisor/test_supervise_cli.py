@@ -35,8 +35,21 @@ def test_a_model_key_variable_that_is_not_set_is_refused_naming_the_flag(monkeyp
     monkeypatch.delenv("NO_SUCH_KEY_VARIABLE", raising=False)
     result = CliRunner().invoke(
         main,
-        ["supervise", "--server", "http://127.0.0.1:9/mcp", "--token", "t", "--workers", "1", "-w", "/nonexistent",
-         "--model-base-url", "http://127.0.0.1:9/v1", "--model-api-key-env", "NO_SUCH_KEY_VARIABLE"],
-    )  # fmt: skip
+        [
+            "supervise",
+            "--server",
+            "http://127.0.0.1:9/mcp",
+            "--token",
+            "t",
+            "--workers",
+            "1",
+            "-w",
+            "/nonexistent",
+            "--model-base-url",
+            "http://127.0.0.1:9/v1",
+            "--model-api-key-env",
+            "NO_SUCH_KEY_VARIABLE",
+        ],
+    )
     assert result.exit_code == 2
     assert "--model-api-key-env: NO_SUCH_KEY_VARIABLE is not set in this environment" in result.output

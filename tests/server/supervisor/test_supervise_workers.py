@@ -61,8 +61,11 @@ def test_a_cli_failing_at_once_trips_the_breaker_set_by_flags_and_the_reason_is_
             wait_for(lambda: "paused for 600 s" in log.read_text(), "the pause said", log)
             status = subprocess.run(
                 [sys.executable, "-m", "amid", "status", "-w", str(workspace.root)],
-                capture_output=True, text=True, timeout=120, check=True,
-            ).stdout  # fmt: skip
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=True,
+            ).stdout
         finally:
             _stop(supervisor)
         recorded = transitions(workspace)

@@ -11,11 +11,34 @@ from amid.server.errors import InvalidInput
 from amid.tools.metrics import METRICS, MetricConvention, summarize
 
 DESIGN_METRICS = {
-    "dice", "dice_micro", "hd95", "hd", "nsd", "masd", "cldice", "betti0_error", "lesion_f1",
-    "lesion_count_difference", "lesion_volume_difference_ml", "instance_f1", "centroid_f1", "coco_ap",
-    "coco_ap50", "coco_ap75", "coco_ar100", "accuracy", "balanced_accuracy", "auc", "f1", "plcc", "srocc",
-    "krocc", "ssim", "psnr", "lncc",
-}  # fmt: skip
+    "dice",
+    "dice_micro",
+    "hd95",
+    "hd",
+    "nsd",
+    "masd",
+    "cldice",
+    "betti0_error",
+    "lesion_f1",
+    "lesion_count_difference",
+    "lesion_volume_difference_ml",
+    "instance_f1",
+    "centroid_f1",
+    "coco_ap",
+    "coco_ap50",
+    "coco_ap75",
+    "coco_ar100",
+    "accuracy",
+    "balanced_accuracy",
+    "auc",
+    "f1",
+    "plcc",
+    "srocc",
+    "krocc",
+    "ssim",
+    "psnr",
+    "lncc",
+}
 REQUIRED_VALUES = {"tolerance_mm": 2.0, "match_radius_px": 3.0, "data_range": 1.0}
 
 

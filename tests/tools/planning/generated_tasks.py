@@ -40,11 +40,14 @@ def sparse_ct_segmentation(root: Path) -> PlanningFacts:
         x, y, z = (int(rng.integers(2, s - 4)) for s in image.shape)
         label[x : x + 3, y : y + 3, z : z + 2] = 1
         image[label == 1] = 120
-        cases.append(ProfileCase(
-            case_id=f"ct{i}", group=f"patient{i // 2}",
-            image_paths=[_nifti(root / f"img/ct{i}_0000.nii.gz", image, (0.8, 0.8, 4.0))],
-            label_path=_nifti(root / f"lab/ct{i}.nii.gz", label, (0.8, 0.8, 4.0)),
-        ))  # fmt: skip
+        cases.append(
+            ProfileCase(
+                case_id=f"ct{i}",
+                group=f"patient{i // 2}",
+                image_paths=[_nifti(root / f"img/ct{i}_0000.nii.gz", image, (0.8, 0.8, 4.0))],
+                label_path=_nifti(root / f"lab/ct{i}.nii.gz", label, (0.8, 0.8, 4.0)),
+            )
+        )
     request = ProfileRequest(task_type="segmentation", cases=cases, channel_names={0: "CT"}, n_workers=1)
     return _profile(request, "CT", {0: "background", 1: "lesion"})
 
@@ -61,10 +64,13 @@ def pathology_tiles(root: Path) -> PlanningFacts:
             r, c = (int(v) for v in rng.integers(4, 42, 2))
             mask[r : r + 3, c : c + 3] = 2
         rgb = np.clip(colours[mask] + rng.normal(0, 4, (48, 48, 3)), 0, 255).astype(np.uint8)
-        cases.append(ProfileCase(
-            case_id=f"tile{i}", image_paths=[_png(root / f"img/tile{i}.png", rgb)],
-            label_path=_png(root / f"mask/tile{i}.png", mask),
-        ))  # fmt: skip
+        cases.append(
+            ProfileCase(
+                case_id=f"tile{i}",
+                image_paths=[_png(root / f"img/tile{i}.png", rgb)],
+                label_path=_png(root / f"mask/tile{i}.png", mask),
+            )
+        )
     request = ProfileRequest(task_type="segmentation", cases=cases, n_workers=1)
     return _profile(request, "pathology", {0: "background", 1: "stroma", 2: "nucleus"})
 
@@ -100,10 +106,13 @@ def ct_enhancement(root: Path) -> PlanningFacts:
     for i in range(4):
         target = (100 * np.exp(-(x**2 + y**2) * rng.uniform(1, 3)) + 10 * z).astype(np.float32)
         noisy = (target + rng.normal(0, 8, target.shape)).astype(np.float32)
-        cases.append(ProfileCase(
-            case_id=f"pair{i}", image_paths=[_nifti(root / f"low/pair{i}.nii.gz", noisy, (1.0, 1.0, 2.0))],
-            label_path=_nifti(root / f"full/pair{i}.nii.gz", target, (1.0, 1.0, 2.0)),
-        ))  # fmt: skip
+        cases.append(
+            ProfileCase(
+                case_id=f"pair{i}",
+                image_paths=[_nifti(root / f"low/pair{i}.nii.gz", noisy, (1.0, 1.0, 2.0))],
+                label_path=_nifti(root / f"full/pair{i}.nii.gz", target, (1.0, 1.0, 2.0)),
+            )
+        )
     return _profile(ProfileRequest(task_type="enhancement", cases=cases, n_workers=1), "CT")
 
 
@@ -130,10 +139,13 @@ def cell_instances(root: Path) -> PlanningFacts:
             r, c = 4 + 20 * (k // 3), 4 + 20 * (k % 3)
             mask[r : r + 5, c : c + 5] = k + 1
         pixels = (rng.normal(30, 3, mask.shape) + 150 * (mask > 0)).clip(0, 255).astype(np.uint8)
-        cases.append(ProfileCase(
-            case_id=f"cells{i}", image_paths=[_png(root / f"img/cells{i}.png", pixels)],
-            label_path=_png(root / f"mask/cells{i}.png", mask),
-        ))  # fmt: skip
+        cases.append(
+            ProfileCase(
+                case_id=f"cells{i}",
+                image_paths=[_png(root / f"img/cells{i}.png", pixels)],
+                label_path=_png(root / f"mask/cells{i}.png", mask),
+            )
+        )
     return _profile(ProfileRequest(task_type="instance_segmentation", cases=cases, n_workers=1), "microscopy")
 
 

@@ -74,13 +74,24 @@ def test_lane_ids_of_proposals_are_slugs() -> None:
 def test_a_lane_file_holds_every_lane_field_and_the_exact_scaffold_commands() -> None:
     facts = ct_facts()
     portfolio = plan_portfolio(
-        facts, TEMPLATES, MODELS, INSTALLED,
+        facts,
+        TEMPLATES,
+        MODELS,
+        INSTALLED,
         lambda lane, f: scaffold_steps(lane, f, python="/venv/bin/python", k_folds=3, task_id="demo-ct"),
-    )  # fmt: skip
+    )
     text = lane_markdown(portfolio.lane("nnunet-3d-fullres"))
-    for heading in ("## Hypothesis", "## Why these data", "## Resources", "## Implementation plan",
-                    "## Preprocessing assumptions", "## Validation obligations", "## Budget estimate",
-                    "## Expected artifacts", "## Failure modes"):  # fmt: skip
+    for heading in (
+        "## Hypothesis",
+        "## Why these data",
+        "## Resources",
+        "## Implementation plan",
+        "## Preprocessing assumptions",
+        "## Validation obligations",
+        "## Budget estimate",
+        "## Expected artifacts",
+        "## Failure modes",
+    ):
         assert heading in text, heading
     assert "tier **primary**" in text and "| dims_3d | holds | True |" in text
     plan = "/venv/bin/nnUNetv2_plan_and_preprocess -d 501 -c 3d_fullres -np 4 -npfp 4 --verify_dataset_integrity"

@@ -125,8 +125,9 @@ def test_a_channel_on_its_own_grid_is_a_warning_that_names_the_resampling(ct_cas
     image = load_voxels(case.image_paths[0])
     finer = Path(case.image_paths[0]).with_name(f"{case.case_id}_0001.nii.gz")
     write_nifti(finer, np.repeat(image, 2, axis=0), (CT_SPACING[0] / 2, *CT_SPACING[1:]))
-    two_channels = [c.model_copy(update={"image_paths": [*c.image_paths, str(finer)]}) if c is case else c
-                    for c in ct_cases]  # fmt: skip
+    two_channels = [
+        c.model_copy(update={"image_paths": [*c.image_paths, str(finer)]}) if c is case else c for c in ct_cases
+    ]
     profile = profile_dataset(ct_request(two_channels))
     [issue] = profile.issues_with("channel_grid_differs")
     assert (issue.case_id, issue.severity, issue.path) == (case.case_id, "warning", str(finer))

@@ -33,9 +33,14 @@ def run_step(
     """Run one step with cwd = the worktree, as run_gpu_job would; fail with its output."""
     env = {**os.environ, **CPU_ENV, **step.env, **(env or {})}
     done = subprocess.run(
-        [*step.argv, *(extra or [])], cwd=worktree, env=env, capture_output=True, timeout=timeout,
-        encoding="utf-8", errors="replace",  # progress bars print UTF-8 whatever the locale
-    )  # fmt: skip
+        [*step.argv, *(extra or [])],
+        cwd=worktree,
+        env=env,
+        capture_output=True,
+        timeout=timeout,
+        encoding="utf-8",
+        errors="replace",  # progress bars print UTF-8 whatever the locale
+    )
     assert done.returncode == 0, (
         f"{step.name} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     )

@@ -148,8 +148,10 @@ async def submit_and_review(client: Client, payload: dict[str, Any]) -> tuple[di
 
 
 def failed(review: dict[str, Any]) -> list[str]:
-    return [f"{c['code']}: {c.get('message', '')} {json.dumps(c.get('evidence', ''))[:3000]}"
-            for c in review.get("failed_checks", [])]  # fmt: skip
+    return [
+        f"{c['code']}: {c.get('message', '')} {json.dumps(c.get('evidence', ''))[:3000]}"
+        for c in review.get("failed_checks", [])
+    ]
 
 
 # The smoke-trained net (1 epoch x 16 iterations) was rejected by PRED_UNSTABLE on some runs (its lesion label

@@ -41,12 +41,16 @@ LANE = "monai-3d-segresnet-swinunetr"
 
 def _facts(**overrides: object) -> PlanningFacts:
     base: dict[str, object] = {
-        "task_type": "segmentation", "modality": "CT", "dims": 3, "n_train_cases": 20,
+        "task_type": "segmentation",
+        "modality": "CT",
+        "dims": 3,
+        "n_train_cases": 20,
         "predicates": {"dims_3d": True, "sparse_foreground": True},
-        "median_shape": [200, 180, 40], "median_spacing": [0.8, 0.8, 4.0],
+        "median_shape": [200, 180, 40],
+        "median_spacing": [0.8, 0.8, 4.0],
         "label_values": {0: "background", 1: "liver", 2: "lesion"},
         "intensity": [ChannelIntensity(name="CT", mean=90, std=30, percentile_00_5=-50, percentile_99_5=200)],
-    }  # fmt: skip
+    }
     return PlanningFacts.model_validate({**base, **overrides})
 
 
@@ -60,10 +64,18 @@ def test_sparse_3d_ct_gets_segresnet_dice_focal_a_ct_window_and_foreground_crops
 
 
 def test_rgb_tiles_get_a_2d_unet_scaled_to_unit_range() -> None:
-    cfg = config_from_facts(_facts(
-        modality="pathology", dims=2, rgb=True, n_channels=1, median_shape=[300, 300], median_spacing=[1, 1],
-        predicates={"dims_2d": True}, intensity=[],
-    ))  # fmt: skip
+    cfg = config_from_facts(
+        _facts(
+            modality="pathology",
+            dims=2,
+            rgb=True,
+            n_channels=1,
+            median_shape=[300, 300],
+            median_spacing=[1, 1],
+            predicates={"dims_2d": True},
+            intensity=[],
+        )
+    )
     assert (cfg.network, cfg.in_channels, cfg.intensity, cfg.loss) == ("BasicUNet", 3, "rgb_0_1", "DiceCE")
     assert cfg.target_spacing is None and cfg.patch_size == [256, 256]
 
@@ -110,8 +122,10 @@ def test_monai_lane_trains_on_the_locked_fold_and_predicts_in_the_task_format(
     run_step(steps["package"], worktree)
     model = worktree / MONAI_MODEL
     assert sorted(p.relative_to(model).as_posix() for p in model.rglob("*")) == [
-        "fold_0", "fold_0/checkpoint.pt", "fold_0/monai_config.json"
-    ]  # fmt: skip
+        "fold_0",
+        "fold_0/checkpoint.pt",
+        "fold_0/monai_config.json",
+    ]
     run_step(steps["predict_test"], worktree, cpu)  # from the packaged fold 0
     assert len(submission_rows(worktree / "submission")) == 6
     scores = grade_with_task_grader(workspace, worktree / "submission")
@@ -156,12 +170,21 @@ def test_without_a_gpu_every_monai_step_runs_on_cpu_at_the_stated_budget() -> No
     assert smoke[smoke.index("--out") + 1] == ".amid-local/monai/fold_0"  # what package and predict_fold_0 read
     assert [s.name for s in steps.values() if s.route == "smoke"] == ["smoke_train_fold_0"]
     assert [s.name for s in steps.values() if s.route == "full"] == [
-        "train_fold_0", "train_fold_1", "predict_fold_1", "score_fold_1"
-    ]  # fmt: skip
+        "train_fold_0",
+        "train_fold_1",
+        "predict_fold_1",
+        "score_fold_1",
+    ]
     assert steps["score_fold_0"].argv[1:] == [
-        "-m", "amid.tools.scaffolds.score", "--predictions", "predictions/fold_0", "--fold", "0",
-        "--out", ".amid-local/scores/fold_0.json",
-    ]  # fmt: skip
+        "-m",
+        "amid.tools.scaffolds.score",
+        "--predictions",
+        "predictions/fold_0",
+        "--fold",
+        "0",
+        "--out",
+        ".amid-local/scores/fold_0.json",
+    ]
 
 
 def test_with_a_gpu_the_monai_training_steps_take_it_and_the_configurations_epochs() -> None:
@@ -176,9 +199,16 @@ def test_a_packaged_monai_model_alone_replays_in_the_sandbox_in_the_task_format(
     import torch
 
     cfg = MonaiConfig(
-        task="segmentation", spatial_dims=2, in_channels=1, label_values=[0, 255], network="BasicUNet",
-        target_spacing=None, patch_size=[32, 32], intensity="zscore", loss="DiceCE",
-    )  # fmt: skip
+        task="segmentation",
+        spatial_dims=2,
+        in_channels=1,
+        label_values=[0, 255],
+        network="BasicUNet",
+        target_spacing=None,
+        patch_size=[32, 32],
+        intensity="zscore",
+        loss="DiceCE",
+    )
     runs = tmp_path / "runs"
     (runs / "fold_1").mkdir(parents=True)
     state = {"state_dict": build_network(cfg).state_dict(), "config": cfg.model_dump(), "fold": 1}
@@ -215,14 +245,23 @@ def _png_enhancement_task(root: Path) -> Workspace:
         "case_id,site\n" + "".join(f"img{i},s{i % 3}\n" for i in range(6)), encoding="utf-8"
     )
     task = {
-        "id": "tiny-denoise", "title": "Tiny denoising", "modality": "ultrasound", "task_type": "enhancement",
-        "layout": {"train_images": "low", "train_labels": "full", "file_ending": ".png", "groups_table": "groups.csv",
-                   "group_key": "site"},
-        "metrics": [{"name": "psnr", "direction": "higher_better"}], "primary_metric": "psnr",
+        "id": "tiny-denoise",
+        "title": "Tiny denoising",
+        "modality": "ultrasound",
+        "task_type": "enhancement",
+        "layout": {
+            "train_images": "low",
+            "train_labels": "full",
+            "file_ending": ".png",
+            "groups_table": "groups.csv",
+            "group_key": "site",
+        },
+        "metrics": [{"name": "psnr", "direction": "higher_better"}],
+        "primary_metric": "psnr",
         "prediction": {"file_type": "png"},
         "submission": {"columns": ["case_id", "prediction_path"], "file_column": "prediction_path"},
         "validation": {"k_folds": 3, "seed": 0},
-    }  # fmt: skip
+    }
     (root / "task.yaml").write_text(yaml.safe_dump(task), encoding="utf-8")
     return init_workspace(import_task(root / "task.yaml"), root.parent / "ws")
 

@@ -62,8 +62,12 @@ def test_nnunet_lane_converts_plans_trains_predicts_and_converts_back(workspace:
 
     model = worktree / DEFAULT_MODEL
     assert sorted(p.relative_to(model).as_posix() for p in model.rglob("*") if p.is_file()) == [
-        "amid_conversion.json", "dataset.json", "dataset_fingerprint.json", "fold_0/checkpoint_final.pth", "plans.json",
-    ]  # fmt: skip
+        "amid_conversion.json",
+        "dataset.json",
+        "dataset_fingerprint.json",
+        "fold_0/checkpoint_final.pth",
+        "plans.json",
+    ]
     frozen = freeze_like_submit(model, tmp_path)
     moved_away(worktree / ".amid-local", tmp_path)  # raw, preprocessed, results and package gone: frozen copy only
     cases = locked.folds[0].val_cases[:2]

@@ -12,8 +12,13 @@ from amid.tools.scaffolds.nnunet_dataset import CONVERSION_FILE, NnunetLayout, c
 from amid.tools.scaffolds.nnunet_model import package, replay
 from amid.tools.scaffolds.taskdata import TaskData
 
-INFERENCE_FILES = ["amid_conversion.json", "dataset.json", "dataset_fingerprint.json", "fold_0/checkpoint_final.pth",
-                   "plans.json"]  # fmt: skip
+INFERENCE_FILES = [
+    "amid_conversion.json",
+    "dataset.json",
+    "dataset_fingerprint.json",
+    "fold_0/checkpoint_final.pth",
+    "plans.json",
+]
 
 
 def _trained(workspace: Workspace, root: Path) -> NnunetLayout:
@@ -22,9 +27,18 @@ def _trained(workspace: Workspace, root: Path) -> NnunetLayout:
     layout = NnunetLayout(root, 501, "Demo")
     convert_task(task, layout)
     results = layout.results("3d_fullres")
-    for name in ("plans.json", "dataset.json", "dataset_fingerprint.json", "fold_0/checkpoint_final.pth",
-                 "fold_0/checkpoint_best.pth", "fold_0/progress.png", "fold_0/training_log.txt",
-                 "fold_0/debug.json", "fold_0/validation/p001s0.nii.gz", "fold_1/checkpoint_latest.pth"):  # fmt: skip
+    for name in (
+        "plans.json",
+        "dataset.json",
+        "dataset_fingerprint.json",
+        "fold_0/checkpoint_final.pth",
+        "fold_0/checkpoint_best.pth",
+        "fold_0/progress.png",
+        "fold_0/training_log.txt",
+        "fold_0/debug.json",
+        "fold_0/validation/p001s0.nii.gz",
+        "fold_1/checkpoint_latest.pth",
+    ):
         (results / name).parent.mkdir(parents=True, exist_ok=True)
         (results / name).write_bytes(name.encode())
     return layout

@@ -37,8 +37,13 @@ def test_from_code_the_vendored_scaffold_runs_and_no_amid_module_comes_from_else
     assert done.returncode == 0, done.stderr
     files = json.loads(done.stdout)
     assert files and all(Path(f).resolve().is_relative_to(code.resolve()) for f in files.values() if f), files
-    usage = subprocess.run([sys.executable, "-m", "amid.tools.scaffolds.nnunet", "replay", "--help"], cwd=code,
-                           capture_output=True, text=True, timeout=120)  # fmt: skip
+    usage = subprocess.run(
+        [sys.executable, "-m", "amid.tools.scaffolds.nnunet", "replay", "--help"],
+        cwd=code,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert usage.returncode == 0 and PIN_FLAG in usage.stdout
 
 

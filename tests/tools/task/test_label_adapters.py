@@ -167,9 +167,10 @@ def test_unknown_adapters_and_options_are_invalid_input(tmp_path: Path) -> None:
 def test_shipped_label_adapter_table_validates_and_names_the_six_converting_challenges() -> None:
     table = label_adapters()
     assert sorted(table) == sorted(
-        f"{family}-track{track}-task{task}" for family, task in (("puma", 1), ("puma", 2), ("topcow", 2))
+        f"{family}-track{track}-task{task}"
+        for family, task in (("puma", 1), ("puma", 2), ("topcow", 2))
         for track in (1, 2)
-    )  # fmt: skip
+    )
     for columns in table.values():
         for entry in columns.values():
             ADAPTERS[entry.adapter].parse_options(entry.options)

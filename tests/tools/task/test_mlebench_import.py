@@ -50,8 +50,17 @@ def _grade(workspace: Workspace, submission: Path, answers: Path) -> dict:
     """The task's grader as the reviewer runs it (grader_runner under --grader-python)."""
     grader = workspace.contract().grader
     assert grader is not None
-    argv = [str(workspace.grader_python()), str(RUNNER), str(workspace.private_dir / grader.file), grader.function,
-            str(submission), str(submission.parent), str(answers), str(answers.parent), "scores"]  # fmt: skip
+    argv = [
+        str(workspace.grader_python()),
+        str(RUNNER),
+        str(workspace.private_dir / grader.file),
+        grader.function,
+        str(submission),
+        str(submission.parent),
+        str(answers),
+        str(answers.parent),
+        "scores",
+    ]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=True)
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 

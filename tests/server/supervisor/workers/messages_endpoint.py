@@ -112,11 +112,18 @@ class MessagesEndpoint(ScriptedEndpoint):
         if not path.startswith("/v1/messages") or "count_tokens" in path:
             return reply("application/json", {"input_tokens": 1})
         if not body.get("stream"):
-            return reply("application/json", {
-                "id": "msg", "type": "message", "role": "assistant", "model": "claude-scripted",
-                "content": [{"type": "text", "text": "Done."}], "stop_reason": "end_turn",
-                "usage": {"input_tokens": 1, "output_tokens": 1},
-            })  # fmt: skip
+            return reply(
+                "application/json",
+                {
+                    "id": "msg",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "claude-scripted",
+                    "content": [{"type": "text", "text": "Done."}],
+                    "stop_reason": "end_turn",
+                    "usage": {"input_tokens": 1, "output_tokens": 1},
+                },
+            )
         return reply("text/event-stream", _stream(self._step(body), len(self.requests)))
 
     def _step(self, body: dict[str, Any]) -> Step:

@@ -86,21 +86,34 @@ class RealCli:
 
 CLIS = {
     "claude-code": RealCli(
-        "claude-code", "claude", messages_endpoint.MessagesEndpoint, _claude_user_texts,
-        messages_endpoint.tool_results, _claude_offers_amid,
+        "claude-code",
+        "claude",
+        messages_endpoint.MessagesEndpoint,
+        _claude_user_texts,
+        messages_endpoint.tool_results,
+        _claude_offers_amid,
         # Claude Code retries even a 401 ten times, backing off for minutes: a user who wants it to fail fast
         # says so in its environment (the breaker test's CLI must exit, as it does after the retries).
         ("CLAUDE_CODE_MAX_RETRIES=0",),
     ),
     "codex": RealCli(
-        "codex", "codex", responses_endpoint.ResponsesEndpoint, _codex_user_texts, responses_endpoint.tool_results,
+        "codex",
+        "codex",
+        responses_endpoint.ResponsesEndpoint,
+        _codex_user_texts,
+        responses_endpoint.tool_results,
         _codex_offers_amid,
     ),
     "opencode": RealCli(
-        "opencode", "opencode", chat_endpoint.ChatEndpoint, _opencode_user_texts, chat_endpoint.tool_results,
-        _opencode_offers_amid, ("OPENCODE_DISABLE_MODELS_FETCH=1",),  # models.dev is out of reach offline
+        "opencode",
+        "opencode",
+        chat_endpoint.ChatEndpoint,
+        _opencode_user_texts,
+        chat_endpoint.tool_results,
+        _opencode_offers_amid,
+        ("OPENCODE_DISABLE_MODELS_FETCH=1",),  # models.dev is out of reach offline
     ),
-}  # fmt: skip
+}
 
 
 def binary_of(cli: RealCli) -> Path:

@@ -8,11 +8,18 @@ from typing import Any
 
 from amid.server.supervisor.workers.backend import readable, reason_lines
 
-CLAUDE_RESULT = json.dumps({
-    "type": "result", "subtype": "success", "is_error": True, "api_error_status": 401,
-    "result": "Invalid API key · Fix external API key", "session_id": "s1",
-    "usage": {"input_tokens": 0, "server_tool_use": {"web_search_requests": 0}}, "permission_denials": [],
-})  # fmt: skip
+CLAUDE_RESULT = json.dumps(
+    {
+        "type": "result",
+        "subtype": "success",
+        "is_error": True,
+        "api_error_status": 401,
+        "result": "Invalid API key · Fix external API key",
+        "session_id": "s1",
+        "usage": {"input_tokens": 0, "server_tool_use": {"web_search_requests": 0}},
+        "permission_denials": [],
+    }
+)
 CODEX_FAILED = json.dumps({"type": "turn.failed", "error": {"message": "unexpected status 401 Unauthorized"}})
 CODEX_ERROR = json.dumps({"type": "error", "message": "unexpected status 401 Unauthorized"})
 OPENCODE_ERROR = json.dumps(

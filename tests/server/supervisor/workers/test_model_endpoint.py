@@ -33,8 +33,10 @@ CASES: dict[str, tuple[str, Callable[[], ScriptedEndpoint]]] = {
 def test_each_backend_gets_the_endpoint_in_its_own_terms_and_the_key_only_in_its_environment() -> None:
     claude = endpoint_for("claude-code", "http://127.0.0.1:9/", "k3y", "m1")
     assert claude.args == [] and claude.env == {
-        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9/", "ANTHROPIC_API_KEY": "k3y", "ANTHROPIC_MODEL": "m1"
-    }  # fmt: skip
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9/",
+        "ANTHROPIC_API_KEY": "k3y",
+        "ANTHROPIC_MODEL": "m1",
+    }
     codex = endpoint_for("codex", "http://127.0.0.1:9/v1", "k3y", "m1")
     assert 'model_providers.amid_endpoint.base_url="http://127.0.0.1:9/v1"' in codex.args
     assert f'model_providers.amid_endpoint.env_key="{KEY_ENV}"' in codex.args and 'model="m1"' in codex.args

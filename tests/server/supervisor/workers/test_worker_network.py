@@ -249,8 +249,14 @@ def test_the_proxy_refuses_a_connect_to_a_host_not_listed_and_tunnels_to_one_tha
     seen = _in_box(tmp_path, _allowed(hosts, "models.invalid:443"), {"proxy": proxy, "tunnel": tunnel})
     assert seen["listed_endpoint"].startswith("HTTP/1.1 200") and seen["listed_endpoint"].endswith("endpoint")
     refused = [name for name in proxy if seen[name].startswith("HTTP/1.1 403")]
-    assert refused == ["other_port", "unlisted_host", "listed_host_other_port", "integer_ip", "userinfo_trick",
-                       "absolute_form"], seen  # fmt: skip
+    assert refused == [
+        "other_port",
+        "unlisted_host",
+        "listed_host_other_port",
+        "integer_ip",
+        "userinfo_trick",
+        "absolute_form",
+    ], seen
     assert (
         "is not on this worker's network allowlist" in seen["unlisted_host"] and "--allow-host" in seen["unlisted_host"]
     )
@@ -298,9 +304,22 @@ def test_a_malformed_allow_host_flag_is_refused_naming_the_flag() -> None:
         WorkerSettings(network_allow=("pypi.org",))
     result = CliRunner().invoke(
         main,
-        ["supervise", "--server", "http://127.0.0.1:9/mcp", "--token", "t", "--workers", "1", "-w", "/nonexistent",
-         "--allow-host", "pypi.org:443", "--allow-host", "no-port-here"],
-    )  # fmt: skip
+        [
+            "supervise",
+            "--server",
+            "http://127.0.0.1:9/mcp",
+            "--token",
+            "t",
+            "--workers",
+            "1",
+            "-w",
+            "/nonexistent",
+            "--allow-host",
+            "pypi.org:443",
+            "--allow-host",
+            "no-port-here",
+        ],
+    )
     assert result.exit_code == 2 and "--allow-host: String should match pattern" in result.output
     assert "no-port-here" in result.output and "Traceback" not in result.output
 
@@ -401,8 +420,10 @@ def test_a_real_codex_worker_shell_reaches_the_server_and_its_endpoint_and_nothi
     with ResponsesEndpoint() as endpoint:
         server_port = int(running.url.rsplit(":", 1)[1].split("/", 1)[0])
         endpoint_port = int(endpoint.url.rsplit(":", 1)[1].split("/", 1)[0])
-        ports = {"tcp": {"server": server_port, "endpoint": endpoint_port, "other_port": hosts["other"]},
-                 "abstract": hosts["abstract"].replace("\\0", "@")}  # fmt: skip
+        ports = {
+            "tcp": {"server": server_port, "endpoint": endpoint_port, "other_port": hosts["other"]},
+            "abstract": hosts["abstract"].replace("\\0", "@"),
+        }
         probe = f"python3 -c {shlex.quote(SHELL_PROBE)} {shlex.quote(json.dumps(ports))}"
         endpoint.script = cheat_probe.cheat_script(f"{probe} > netprobe.txt 2>&1; cat netprobe.txt")
         outcome = run_attempt(running, codex_backend(endpoint.url), endpoint, prefix="codexnet", binary=codex)

@@ -34,8 +34,13 @@ def _alive(pid: int) -> bool:
 
 
 def test_an_interrupt_ends_the_group_member_that_ignored_its_sigterm(tmp_path: Path) -> None:
-    process = WorkerProcess(worker_backend("scripted"), [sys.executable, "-c", LEADER_AND_DEAF_CHILD], tmp_path,
-                            dict(os.environ), tmp_path / "worker.log")  # fmt: skip
+    process = WorkerProcess(
+        worker_backend("scripted"),
+        [sys.executable, "-c", LEADER_AND_DEAF_CHILD],
+        tmp_path,
+        dict(os.environ),
+        tmp_path / "worker.log",
+    )
     deadline = time.monotonic() + 20
     while not process.tail and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -82,17 +82,31 @@ def _victim(ws: Workspace) -> tuple[Path, str]:
 def _spec(ws: Workspace, mine: Path, other: Path, sha: str, origin: Path) -> dict[str, dict[str, Any]]:
     store_object = next(p for p in (ws.commit_store / "objects").rglob("*") if p.is_file())
     read = {
-        "own": mine / "AGENTS.md", "task": ws.task_dir / "contract.yaml", "memory": ws.memory_dir,
-        "private": ws.private_dir, "other_worktree": other / "notes.txt", "other_git": other / ".git/HEAD",
-        "admin_secret": ws.control_dir / "admin.secret", "control": ws.control_dir, "ledger": ws.ledger_path,
-        "artifacts": ws.sub("artifacts"), "run_repo": ws.repo_dir / ".git/HEAD", "store": ws.commit_store / "HEAD",
-        "store_object": store_object, "origin": origin, "other_home": ws.sub("workers") / "someone-else",
-    }  # fmt: skip
+        "own": mine / "AGENTS.md",
+        "task": ws.task_dir / "contract.yaml",
+        "memory": ws.memory_dir,
+        "private": ws.private_dir,
+        "other_worktree": other / "notes.txt",
+        "other_git": other / ".git/HEAD",
+        "admin_secret": ws.control_dir / "admin.secret",
+        "control": ws.control_dir,
+        "ledger": ws.ledger_path,
+        "artifacts": ws.sub("artifacts"),
+        "run_repo": ws.repo_dir / ".git/HEAD",
+        "store": ws.commit_store / "HEAD",
+        "store_object": store_object,
+        "origin": origin,
+        "other_home": ws.sub("workers") / "someone-else",
+    }
     write = {
-        "own": mine / "probe.txt", "task": ws.task_dir / "planted.txt", "memory": ws.memory_dir / "planted.md",
-        "store": ws.commit_store / "refs/heads/planted", "run_repo": ws.repo_dir / ".git/refs/heads/planted",
-        "other_worktree": other / "planted.txt", "origin": origin / "planted.txt",
-    }  # fmt: skip
+        "own": mine / "probe.txt",
+        "task": ws.task_dir / "planted.txt",
+        "memory": ws.memory_dir / "planted.md",
+        "store": ws.commit_store / "refs/heads/planted",
+        "run_repo": ws.repo_dir / ".git/refs/heads/planted",
+        "other_worktree": other / "planted.txt",
+        "origin": origin / "planted.txt",
+    }
     own_git = ["git", "-C", str(mine)]
     git_argv = {
         "log_all": [*own_git, "log", "--all", "--format=%an %s"],
@@ -104,8 +118,11 @@ def _spec(ws: Workspace, mine: Path, other: Path, sha: str, origin: Path) -> dic
         "commit": [*own_git, "commit", "--allow-empty", "-q", "-m", "probe commit"],
         "author": [*own_git, "log", "-1", "--format=%an <%ae>"],
     }
-    return {"read": {k: str(v) for k, v in read.items()}, "write": {k: str(v) for k, v in write.items()},
-            "git": git_argv}  # fmt: skip
+    return {
+        "read": {k: str(v) for k, v in read.items()},
+        "write": {k: str(v) for k, v in write.items()},
+        "git": git_argv,
+    }
 
 
 def _refs(repo_dir: Path) -> str:
