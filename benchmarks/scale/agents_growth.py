@@ -281,7 +281,8 @@ def hot_spots(raw: Path, top: int = 12) -> dict[str, Any]:
 
 
 def _path(frame: str) -> str:
-    return frame.partition(" (")[2].rsplit(":", 1)[0]
+    """The frame's file as py-spy names it (its import path), AMID's without the `amid/` namespace."""
+    return frame.partition(" (")[2].rsplit(":", 1)[0].removeprefix("amid/")
 
 
 def _layer(frames: list[str]) -> str:

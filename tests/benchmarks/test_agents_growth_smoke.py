@@ -37,9 +37,9 @@ def test_hot_spots_sorts_self_time_into_layers(tmp_path: Path) -> None:
     raw = tmp_path / "raw.txt"
     loop = "Runner.run (asyncio/runners.py:118)"
     raw.write_text(
-        f"{loop};handle (mcp/server/lowlevel/server.py:10);_run (server/ledger/database.py:291) 6\n"
-        f"{loop};call (server/toolkit.py:50);summaries (server/ledger/lanes.py:20) 2\n"
-        f"{loop};call (server/toolkit.py:50) 1\n"
+        f"{loop};handle (mcp/server/lowlevel/server.py:10);_run (amid/server/ledger/database.py:291) 6\n"
+        f"{loop};call (amid/server/toolkit.py:50);summaries (amid/server/ledger/lanes.py:20) 2\n"
+        f"{loop};call (amid/server/toolkit.py:50) 1\n"
         f"{loop};send (uvicorn/protocols/http/httptools_impl.py:400) 1\n",
         encoding="utf-8",
     )
@@ -47,6 +47,6 @@ def test_hot_spots_sorts_self_time_into_layers(tmp_path: Path) -> None:
     assert spots["samples"] == 10
     layers = {row["frame"]: row["share"] for row in spots["self_by_layer"]}
     assert layers["ledger (server/ledger, DuckDB)"] == 0.8 and layers["AMID tools and server code"] == 0.1
-    assert spots["self_by_function"][0] == {"frame": "_run (server/ledger/database.py)", "share": 0.6}
+    assert spots["self_by_function"][0] == {"frame": "_run (amid/server/ledger/database.py)", "share": 0.6}
     inclusive = {row["frame"]: row["share"] for row in spots["inclusive_amid"]}
-    assert inclusive["call (server/toolkit.py)"] == 0.3 and "handle (mcp/server/lowlevel/server.py)" not in inclusive
+    assert inclusive["call (amid/server/toolkit.py)"] == 0.3 and "handle (mcp/server/lowlevel/server.py)" not in inclusive
