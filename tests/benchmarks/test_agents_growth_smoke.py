@@ -49,4 +49,5 @@ def test_hot_spots_sorts_self_time_into_layers(tmp_path: Path) -> None:
     assert layers["ledger (server/ledger, DuckDB)"] == 0.8 and layers["AMID tools and server code"] == 0.1
     assert spots["self_by_function"][0] == {"frame": "_run (amid/server/ledger/database.py)", "share": 0.6}
     inclusive = {row["frame"]: row["share"] for row in spots["inclusive_amid"]}
-    assert inclusive["call (amid/server/toolkit.py)"] == 0.3 and "handle (mcp/server/lowlevel/server.py)" not in inclusive
+    assert inclusive["call (amid/server/toolkit.py)"] == 0.3
+    assert "handle (mcp/server/lowlevel/server.py)" not in inclusive
