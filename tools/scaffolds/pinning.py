@@ -21,6 +21,8 @@ SCAFFOLD_FILES: dict[str, tuple[str, ...]] = {
     "nnunet": ("nnunet.py", "nnunet_back.py", "nnunet_dataset.py", "nnunet_model.py", "packaging.py"),
     "monai": ("monai_seg.py", "monai_data.py", "monai_model.py", "monai_config.py", "packaging.py"),
 }
+# The module each pinned scaffold's commands run (`-m amid.tools.scaffolds.<module>`).
+SCAFFOLD_MODULES: dict[str, str] = {"nnunet": "nnunet", "monai": "monai_seg"}
 _FOLDER = Path(__file__).parent
 
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from amid import PACKAGE_ROOT
-from amid.tools.scaffolds.pinning import PIN_FLAG, SCAFFOLD_FILES, check_pin
+from amid.tools.scaffolds.pinning import PIN_FLAG, SCAFFOLD_MODULES, check_pin
 
 AMID_ROOT = PACKAGE_ROOT
 AMID_PACKAGES = ("amid",)
@@ -26,12 +26,15 @@ SCAFFOLD_PACKAGE = "amid.tools.scaffolds."
 
 
 def scaffold_in(argv: Sequence[str]) -> tuple[str, str | None] | None:
-    """The scaffold an inference command runs (`-m amid.tools.scaffolds.<name>`) and the digest it pins, if any."""
+    """The scaffold an inference command runs (`-m amid.tools.scaffolds.<module>`) and the digest it pins, if
+    any. The MONAI scaffold's module is `monai_seg`: it was missed when names were compared, and a MONAI
+    winner's package went out without the scaffold its inference command runs."""
+    by_module = {module: scaffold for scaffold, module in SCAFFOLD_MODULES.items()}
     for flag, module in itertools.pairwise(argv):
-        name = module.removeprefix(SCAFFOLD_PACKAGE)
-        if flag == "-m" and module.startswith(SCAFFOLD_PACKAGE) and name in SCAFFOLD_FILES:
+        scaffold = by_module.get(module.removeprefix(SCAFFOLD_PACKAGE))
+        if flag == "-m" and module.startswith(SCAFFOLD_PACKAGE) and scaffold is not None:
             pins = [value for key, value in itertools.pairwise(argv) if key == PIN_FLAG]
-            return name, pins[0] if pins else None
+            return scaffold, pins[0] if pins else None
     return None
 
 
@@ -80,7 +83,7 @@ def vendor(argv: Sequence[str], into: Path, root: Path = AMID_ROOT) -> list[str]
     scaffold, pinned = found
     check_pin(scaffold, pinned, root / "amid" / "tools" / "scaffolds")
     written = []
-    for source in source_closure(SCAFFOLD_PACKAGE + scaffold, root):
+    for source in source_closure(SCAFFOLD_PACKAGE + SCAFFOLD_MODULES[scaffold], root):
         rel = source.relative_to(root)
         target = into / rel
         if target.exists():

@@ -61,3 +61,13 @@ def test_a_scaffold_file_the_commit_holds_is_kept_as_the_replay_ran_it(tmp_path:
     written = vendor(REPLAY, tmp_path)
     assert "amid/tools/scaffolds/nnunet_model.py" not in written
     assert own.read_text(encoding="utf-8") == "# the agent's own model code\n"
+
+
+def test_the_monai_replay_vendors_the_monai_scaffold(tmp_path: Path) -> None:
+    """The MONAI scaffold runs as `monai_seg`, its pin is named `monai`: both must be recognised."""
+    from amid.tools.scaffolds import monai_steps
+
+    replay = [s for s in monai_steps.commands("monai-unet", sys.executable, 1) if "replay" in s.argv][-1].argv
+    assert scaffold_in(replay) == ("monai", replay[replay.index(PIN_FLAG) + 1])
+    written = vendor(replay, tmp_path)
+    assert {"amid/tools/scaffolds/monai_seg.py", "amid/tools/scaffolds/pinning.py"} <= set(written)
