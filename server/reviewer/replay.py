@@ -47,6 +47,7 @@ from amid.server.reviewer.outputs import vet_outputs
 from amid.server.reviewer.report import Check, fired, head, ok
 from amid.server.reviewer.staging import StagingError, stage_case
 from amid.server.sandbox import Mounts, SandboxKind, SandboxUnavailable, placeholders, replay_env, resolve_kind, wrap
+from amid.tools.scaffolds.pinning import before_namespace
 
 CODE = "PRED_NOT_REPRODUCED"
 STDERR_EVIDENCE = 1500
@@ -139,6 +140,8 @@ def _run(ctx: ReviewContext, cases: list[ReplayCase], purpose: str, fold: int, t
         "{case_ids}": ",".join(case.case_id for case in cases),
     }
     argv = fill(ctx.job.inference_command or [], values)
+    if refusal := before_namespace(argv, tree):
+        return ReplayRun(purpose, argv, Outcome(None, False, "", refusal, 0.0), tmp / "outputs", kind)
     command, cwd = wrap(kind, argv, mounts)
     outcome = run_bounded(command, cwd, ctx.job.replay_timeout_s, replay_env(tmp / "home", kind))
     vetted = tmp / "vetted"  # the replay never sees this folder: what scorers read cannot change

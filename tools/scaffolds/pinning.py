@@ -9,6 +9,8 @@ the inference command (frozen with the attempt) turns that silent change into a 
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
 from hashlib import sha256
 from pathlib import Path
 
@@ -24,6 +26,22 @@ SCAFFOLD_FILES: dict[str, tuple[str, ...]] = {
 # The module each pinned scaffold's commands run (`-m amid.tools.scaffolds.<module>`).
 SCAFFOLD_MODULES: dict[str, str] = {"nnunet": "nnunet", "monai": "monai_seg"}
 _FOLDER = Path(__file__).parent
+
+
+def before_namespace(argv: Sequence[str], tree: Path) -> str | None:
+    """Why a command made before AMID's one namespace cannot replay, or None. It runs
+    `-m tools.scaffolds.<module>`, a name this AMID no longer has; unless the commit holds that file itself
+    (then it runs the commit's own code, as it did), the replay would only fail to import it."""
+    for flag, module in itertools.pairwise(argv):
+        name = module.removeprefix("tools.scaffolds.")
+        old = flag == "-m" and module != name and name in SCAFFOLD_MODULES.values()
+        if old and not (tree / "tools" / "scaffolds" / f"{name}.py").is_file():
+            return (
+                f"{PIN_CODE}: the inference command runs {module}, the scaffold's name before AMID's one "
+                f"namespace (now amid.tools.scaffolds.{name}); replay it with the AMID version that made it, "
+                "or make a new attempt with this one"
+            )
+    return None
 
 
 def scaffold_digest(scaffold: str, folder: Path = _FOLDER) -> str:

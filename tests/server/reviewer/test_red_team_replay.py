@@ -152,3 +152,25 @@ async def test_a_replay_calling_the_network_is_illegal_data_access(review_servic
     hits = _replay_hits(_failure(review, "ILLEGAL_DATA_ACCESS"))
     assert hits[0]["kind"] == "network" and hits[0]["file"] == "stdout"
     assert "PRED_NOT_REPRODUCED" in review["passed_checks"]  # the predictions themselves were reproduced
+
+
+async def test_a_command_naming_the_scaffold_as_before_the_namespace_is_refused_by_name(
+    review_services: Services,
+) -> None:
+    """An attempt made before AMID's one namespace runs `-m tools.scaffolds.nnunet`: its replay says
+    why (SCAFFOLD_CHANGED, the new name), rather than dying on an import."""
+    box = AgentSandbox(review_services.workspace, "before-namespace")
+    command = [
+        "{python}",
+        "-m",
+        "tools.scaffolds.nnunet",
+        "replay",
+        "--input-dir",
+        "{input_dir}",
+        "--output-dir",
+        "{output_dir}",
+    ]
+    payload = box.payload(box.commit(), 0, box.write_predictions(0, marked(33)), inference_command=command)
+    review = await _review(review_services, box, payload)
+    evidence = _failure(review, "PRED_NOT_REPRODUCED")
+    assert "SCAFFOLD_CHANGED" in str(evidence) and "amid.tools.scaffolds.nnunet" in str(evidence), evidence
