@@ -5,6 +5,7 @@ modules made inside functions. Reads a checkout from before the one namespace (t
 
     python -m benchmarks.import_layers                      # this checkout
     python -m benchmarks.import_layers --checkout OLD_TREE --name before
+    python -m benchmarks.import_layers --name after && python -m benchmarks.import_layers --doc
 
 Read by grimp (the graph import-linter checks), imports made only for type checkers left out.
 Writes benchmarks/results/import_layers_<name>.json and prints a Mermaid diagram of the layers.
@@ -162,12 +163,70 @@ def mermaid(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def layers_doc(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """docs/LAYERS.md: the two measurements side by side, with a diagram of each."""
+
+    def packages(result: dict[str, Any]) -> str:
+        return ", ".join(f"{pair} {n}" for pair, n in result["between_packages"].items())
+
+    upward = "\n".join(f"| `{importer}` | `{imported}` |" for importer, imported in before["upward"])
+    circles_before = f"{len(before['circles'])} ({', '.join(map(str, before['circles']))})"
+    return f"""# Layers: before and after the one namespace
+
+Written by `python -m benchmarks.import_layers --doc` from `benchmarks/results/import_layers_before.json`
+and `benchmarks/results/import_layers_after.json`, each measured by `python -m benchmarks.import_layers`
+(grimp, the graph import-linter checks; imports made only for type checkers left out) against the layer
+contract in `pyproject.toml` (docs/ARCHITECTURE.md §3). **Before** is {before["commit"]}, the last landed
+tree before issue 26, its modules named as they are now (`server.x` read as `amid.server.x`); **after**
+is {after["commit"]}.
+
+| | before ({before["commit"]}) | after ({after["commit"]}) |
+|---|---|---|
+| top-level import names installed | `server`, `tools`, `registry` | `amid` |
+| modules / imports between them | {before["modules"]} / {before["imports"]} | {after["modules"]} / {after["imports"]} |
+| import circles (modules in each) | {circles_before} | {len(after["circles"])} |
+| imports up the layers | {before["upward_imports"]} | {after["upward_imports"]} |
+| imports of the project's own modules inside functions | {before["imports_in_functions"]} | \
+{after["imports_in_functions"]} (none closes a circle: the graph counts them, and it has none) |
+| layer contract checked in CI | no | yes (`lint-imports`, `tests/test_layers.py`) |
+
+The imports that ran up the layers before:
+
+| importer | imported (a layer above) |
+|---|---|
+{upward}
+
+Imports between the three packages, by folder (the folders are not the layers: ARCHITECTURE §3):
+before {packages(before)}; after {packages(after)}.
+
+## Before
+
+Edges count module imports between layers; dotted edges run upwards.
+
+```mermaid
+{mermaid(before)}
+```
+
+## After
+
+```mermaid
+{mermaid(after)}
+```
+"""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkout", type=Path, default=ROOT)
     parser.add_argument("--name", default="now")
+    parser.add_argument("--doc", action="store_true", help="write docs/LAYERS.md from the before/after results")
     args = parser.parse_args()
-    from benchmarks._common import write_result
+    from benchmarks._common import RESULTS, write_result
+
+    if args.doc:
+        before, after = (json.loads((RESULTS / f"import_layers_{n}.json").read_text()) for n in ("before", "after"))
+        (ROOT / "docs" / "LAYERS.md").write_text(layers_doc(before, after), encoding="utf-8")
+        return
 
     result = measure(args.checkout.resolve())
     path = write_result(f"import_layers_{args.name}", result)

@@ -12,3 +12,5 @@ def test_this_checkout_has_no_circle_no_upward_import_and_no_unplaced_module() -
     assert result["between_layers"]["programs -> run state"] > 0
     diagram = import_layers.mermaid(result)
     assert diagram.count('["') == len(import_layers.LAYER_NAMES) and "-.->" not in diagram
+    doc = import_layers.layers_doc(result, result)
+    assert doc.count("```mermaid") == 2 and "| imports up the layers | 0 | 0 |" in doc
