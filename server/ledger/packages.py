@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from amid.server.ledger.database import Database, utcnow
+from amid.server.ledger.supervision import final_choice_values
 
 
 class Packages:
@@ -54,17 +55,7 @@ class Packages:
             cur.execute(
                 "UPDATE final_choices SET attempt_id = ?, lane_id = ?, verified_score = ?, reason = ?, audit_id = ?, "
                 "package_path = ?, decided_by = ?, decided_at = ? WHERE choice_id = ?",
-                [
-                    row["attempt_id"],
-                    row["lane_id"],
-                    row["verified_score"],
-                    row["reason"],
-                    row.get("audit_id"),
-                    row.get("package_path"),
-                    by,
-                    utcnow(),
-                    choice_id,
-                ],
+                [*final_choice_values(row, by), choice_id],
             )
             payload = {"replaced": dict(zip(("attempt_id", "reason", "package_path"), old or (), strict=False))}
             cur.execute(

@@ -158,6 +158,21 @@ def _evidence_rows(cur: Any, ids: list[str]) -> list[dict[str, Any]]:
     return rows + (_rows(cur.execute(_UNREVIEWED, [rest])) if rest else [])
 
 
+def final_choice_values(row: dict[str, Any], by: str) -> list[Any]:
+    """A final choice's columns in the order both its INSERT and its forced UPDATE name them: attempt,
+    lane, verified score, reason, audit, package, decided by (`by`), decided at (now)."""
+    return [
+        row["attempt_id"],
+        row["lane_id"],
+        row["verified_score"],
+        row["reason"],
+        row.get("audit_id"),
+        row.get("package_path"),
+        by,
+        utcnow(),
+    ]
+
+
 class Supervision:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -315,16 +330,7 @@ class Supervision:
             chosen = cur.execute(
                 "INSERT INTO final_choices (attempt_id, lane_id, verified_score, reason, audit_id, package_path, "
                 "decided_by, decided_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING choice_id",
-                [
-                    row["attempt_id"],
-                    row["lane_id"],
-                    row["verified_score"],
-                    row["reason"],
-                    row.get("audit_id"),
-                    row.get("package_path"),
-                    by,
-                    utcnow(),
-                ],
+                final_choice_values(row, by),
             ).fetchone()
         assert chosen is not None
         return int(chosen[0]), True
