@@ -35,13 +35,16 @@ class ReviewQueued(ToolResult):
 def request_review(ctx: ToolContext, request: RequestReviewInput) -> ReviewQueued:
     """Queue the independent review of your attempt; returns review_id at once. Poll get_review."""
     owner = ctx.caller.agent_id if ctx.caller.role == "agent" else None
-    if owner is not None and ctx.ledger.attempts.exists(request.attempt_id):
-        _check_admission(ctx, owner, request.attempt_id)
     pool = reviewer(ctx.services)
     again = ctx.ledger.attempts.exists(request.attempt_id) and evidence_changed(
         ctx.ledger, ctx.workspace, request.attempt_id
     )
-    review, created = ctx.ledger.reviews.request(request.attempt_id, ctx.caller.agent_id, owner, again=again)
+    # admission is for a new review only: asking again for one queued or given returns it (an agent
+    # resumed after its review finished reads the verdict even if that verdict plateaued its lane)
+    admit = None if owner is None else (lambda: _check_admission(ctx, owner, request.attempt_id))
+    review, created = ctx.ledger.reviews.request(
+        request.attempt_id, ctx.caller.agent_id, owner, again=again, admit=admit
+    )
     if created:
         pool.submit(review["review_id"])
     return ReviewQueued(review_id=review["review_id"], attempt_id=request.attempt_id, status=review["status"])

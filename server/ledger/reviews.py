@@ -9,6 +9,7 @@ server left `running` are re-queued at the next start.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -81,11 +82,19 @@ class Reviews:
         self.db = db
 
     def request(
-        self, attempt_id: str, requested_by: str, owner: str | None = None, *, again: bool = False
+        self,
+        attempt_id: str,
+        requested_by: str,
+        owner: str | None = None,
+        *,
+        again: bool = False,
+        admit: Callable[[], None] | None = None,
     ) -> tuple[dict[str, Any], bool]:
         """Queue a review of the attempt, or return its live or finished one; returns (review, created).
         With `owner`, the attempt must belong to that agent. A finished review is not reused when
-        `again` (its evidence changed since the verdict) or when the attempt was revoked."""
+        `again` (its evidence changed since the verdict) or when the attempt was revoked. `admit` runs
+        (and may refuse by raising) only when a new review would be queued, in the same transaction:
+        asking again for a review already queued or given is never refused by the admission rules."""
         with self.db.transaction() as cur:
             row = cur.execute("SELECT agent_id, status FROM attempts WHERE attempt_id = ?", [attempt_id]).fetchone()
             if row is None:
@@ -103,6 +112,8 @@ class Reviews:
             if existing and not (stale and existing[1] == "done"):
                 review_id, created = str(existing[0]), False
             else:
+                if admit is not None:
+                    admit()
                 number = cur.execute("SELECT nextval('review_seq')").fetchone()
                 assert number is not None
                 review_id, created, now = f"rev-{int(number[0]):05d}", True, utcnow()

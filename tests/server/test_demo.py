@@ -35,6 +35,9 @@ def test_amid_demo_runs_three_workers_a_rejection_a_promotion_and_finalization(d
         delivered = ledger.db.fetchall(
             "SELECT agent_id, count(*) AS n FROM worker_transitions WHERE event = 'delivered' GROUP BY ALL"
         )
+        trouble = ledger.db.fetchall(  # what a worker that fell silent last said (the message of a failure here)
+            "SELECT agent_id, event, detail FROM worker_transitions WHERE event IN ('exited', 'paused', 'stalled')"
+        )
     finally:
         ledger.close()
     assert [r["agent_id"] for r in board] == ["worker-1", "worker-2"]
@@ -49,7 +52,7 @@ def test_amid_demo_runs_three_workers_a_rejection_a_promotion_and_finalization(d
     assert package == "package"
     assert final == [{"attempt_id": best[0]["attempt_id"], "lane_id": promoted[0]["lane_id"]}]
     assert len(beats) == len({(b["agent_id"], b["cause_key"]) for b in beats})
-    assert kinds == {"reflection", "consolidation", "plateau", "stage"} and focus == 3
+    assert kinds == {"reflection", "consolidation", "plateau", "stage"} and focus == 3, trouble
     # the three workers were managed by the supervisor process, and resumed with heartbeat prompts
     assert [(w["agent_id"], w["backend"], w["state"]) for w in workers] == [
         (f"worker-{i}", "scripted", "retired") for i in (1, 2, 3)

@@ -68,15 +68,21 @@ async def test_a_plateau_demands_a_focus_note_before_more_real_attempts_are_revi
     add_lanes(ledger, {"unet": "primary"})
     reviewed(ledger, ws, "ana", "unet", [0.80])
     reviewed(ledger, ws, "ana", "unet", [0.70], verdict="rejected", codes=("METRIC_MISMATCH",))
-    reviewed(ledger, ws, "ana", "unet", [0.79])
+    last = reviewed(ledger, ws, "ana", "unet", [0.79])
     async with supervisor_of(services) as supervisor:
         await supervisor.tick()
     plateau = [b for b in _beats(services, "ana") if b["kind"] == "plateau"]
     assert len(plateau) == 1 and "focus" in plateau[0]["prompt"] and "abandon_condition" in plateau[0]["prompt"]
     next_attempt = pending(ledger, ws, "ana", "unet")
+    given = ledger.reviews.latest_for(last)
     async with local_client(services, "ana") as ana:
         refused = await error(ana, "request_review", {"attempt_id": next_attempt})
         assert refused.startswith("CONFLICT: attempt_id: your lane plateaued") and "post_note kind=focus" in refused
+        # the review that plateaued the lane is still hers to read: asking again returns it, queues nothing
+        # (an agent resumed while that review ran asks again; refusing it left the demo's cheat stuck)
+        again = await ok(ana, "request_review", {"attempt_id": last})
+        assert (again["review_id"], again["status"]) == (given["review_id"], "done")
+        assert ledger.db.scalar("SELECT count(*) FROM reviews WHERE attempt_id = ?", [next_attempt]) == 0
         await ok(
             ana,
             "post_note",
