@@ -101,11 +101,24 @@ def _commit(worktree: Path, paths: list[str], message: str) -> str:
     import git
 
     with git.Repo(worktree) as repo:
+        _clear_stale_locks(repo)
         repo.index.add(paths)
         head = repo.head.commit if repo.head.is_valid() else None
         if head is not None and head.message.strip() == message and not repo.index.diff(head):
             return str(head.hexsha)
         return str(repo.index.commit(message).hexsha)
+
+
+def _clear_stale_locks(repo: Any) -> None:
+    """Remove the lock files a session killed mid-commit left behind (SIGTERM ends the worker at once, so
+    no `finally` runs): the index's and the branch's (and HEAD's). A resumed session is its worktree's only
+    writer, started after the interrupted one exited, so any lock it finds is stale; kept, it would fail
+    every later commit and the pool would pause the worker as crashing."""
+    locks = [Path(f"{repo.index.path}.lock"), Path(repo.git_dir) / "HEAD.lock"]
+    if not repo.head.is_detached:
+        locks.append(Path(repo.common_dir) / f"{repo.head.reference.path}.lock")
+    for lock in locks:
+        lock.unlink(missing_ok=True)
 
 
 def _link_inputs(task_dir: Path, cases: list[str], folder: Path, split: str) -> None:
