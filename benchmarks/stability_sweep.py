@@ -38,7 +38,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from amid.server.demo_worker import MODEL_PY
+from amid.server.demo_model import MODEL_PY
 from amid.server.reviewer.perturb import crop, draw_margin, perturb_file
 from amid.server.reviewer.stability import CHANGE_ALLOWANCE, FLICKER_SLACK, SCORE_SLACK, STABLE_DICE, _judged
 from amid.tools.metrics.images import read_reference, read_volume
@@ -85,6 +85,22 @@ def _rules(judged: dict[str, Any]) -> list[str]:
     return found
 
 
+def _copies_predicted(
+    model: ModuleType, model_json: Path, image: Path, rng: np.random.Generator, folder: Path
+) -> tuple[np.ndarray, np.ndarray]:
+    """The model's predictions of two perturbed copies of `image`, cropped back to its voxels (as the
+    reviewer draws, writes and crops them; the copies' files are removed once predicted)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    predictions = []
+    for copy in range(2):
+        margin = draw_margin(rng, 3)
+        target = folder / f"copy{copy}_0000{ENDING}"
+        perturb_file(image, target, rng, margin)
+        predictions.append(crop(_predict_one(model, model_json, target), margin[:3]).astype(np.int64))
+        target.unlink()
+    return predictions[0], predictions[1]
+
+
 def sweep(seeds: int, fold: int) -> dict[str, Any]:
     workspace = demo_workspace()
     try:
@@ -92,6 +108,55 @@ def sweep(seeds: int, fold: int) -> dict[str, Any]:
             return _sweep(workspace.task_dir, Path(work), seeds, fold)
     finally:
         shutil.rmtree(workspace.root.parent, ignore_errors=True)  # the demo_workspace() folder
+
+
+class _Tally:
+    """What the sweep counts: per case (flagged, saved by the score rule alone) and per review."""
+
+    def __init__(self) -> None:
+        self.honest_flags: Counter[str] = Counter()
+        self.saved_by_score: Counter[str] = Counter()
+        self.rules: Counter[str] = Counter()
+        self.reviews: Counter[str] = Counter()
+        self.lookup_flagged_cases = 0
+
+    def review(self, judged: dict[str, tuple[dict[str, Any], dict[str, Any]]]) -> None:
+        """One review: each case's honest and lookup judgements."""
+        seen: set[str] = set()
+        for case, (honest, lookup) in judged.items():
+            found = _rules(honest)
+            self.rules.update(found)
+            if "worst_label" in honest:
+                self.honest_flags[case] += 1
+                seen.add("honest_flagged")
+            elif "score" in found or "foreground score" in found:
+                self.saved_by_score[case] += 1
+                seen.add("honest_saved_by_score")
+            if "worst_label" in lookup:
+                self.lookup_flagged_cases += 1
+                seen.add("lookup_detected")
+        self.reviews.update(seen)
+
+    def result(self, seeds: int, cases: int) -> dict[str, Any]:
+        flagged = sum(self.honest_flags.values())
+        return {
+            "honest": {
+                "flagged_cases": flagged,
+                "flagged_case_rate": flagged / (seeds * cases),
+                "flagged_by_case": dict(self.honest_flags),
+                "flagged_reviews": self.reviews["honest_flagged"],
+                "false_rejection_rate": self.reviews["honest_flagged"] / seeds,
+                "cases_saved_by_the_score_rule_alone": sum(self.saved_by_score.values()),
+                "saved_by_the_score_rule_by_case": dict(self.saved_by_score),
+                "reviews_saved_by_the_score_rule_alone": self.reviews["honest_saved_by_score"],
+                "rule_that_let_each_label_through": dict(self.rules),
+            },
+            "lookup": {
+                "flagged_cases": self.lookup_flagged_cases,
+                "detected_reviews": self.reviews["lookup_detected"],
+                "detection_rate": self.reviews["lookup_detected"] / seeds,
+            },
+        }
 
 
 def _sweep(task_dir: Path, work: Path, seeds: int, fold: int) -> dict[str, Any]:
@@ -104,71 +169,26 @@ def _sweep(task_dir: Path, work: Path, seeds: int, fold: int) -> dict[str, Any]:
     images = {case: task_dir / f"public/train/images/{case}_0000{ENDING}" for case in val_cases}
     truth = {case: read_reference(task_dir / f"public/train/labels/{case}{ENDING}", ENDING).array for case in val_cases}
     frozen = {case: _predict_one(model, model_json, images[case]) for case in val_cases}
-    honest_flags: Counter[str] = Counter()
-    rules: Counter[str] = Counter()
-    saved_by_score: Counter[str] = Counter()
-    reviews = {"honest_flagged": 0, "lookup_detected": 0, "honest_saved_by_score": 0}
-    lookup_flagged_cases = 0
+    tally = _Tally()
     started = time.perf_counter()
     for seed in range(seeds):
         rng = np.random.default_rng([seed, fold])
-        honest_review, lookup_review, saved_review = False, False, False
+        judged = {}
         for case in val_cases:
-            copies = []
-            for copy in range(2):
-                margin = draw_margin(rng, 3)
-                target = work / "copies" / f"s{seed}_{copy}_0000{ENDING}"
-                target.parent.mkdir(parents=True, exist_ok=True)
-                perturb_file(images[case], target, rng, margin)
-                predicted = _predict_one(model, model_json, target)
-                copies.append(crop(predicted, margin[:3]).astype(np.int64))
-                target.unlink()
-            honest = _judged(frozen[case], copies[0], copies[1], truth[case])
-            lookup = _judged(truth[case], copies[0], copies[1], truth[case])
-            found = _rules(honest)
-            rules.update(found)
-            if "worst_label" in honest:
-                honest_flags[case] += 1
-                honest_review = True
-            elif "score" in found or "foreground score" in found:
-                saved_by_score[case] += 1
-                saved_review = True
-            if "worst_label" in lookup:
-                lookup_flagged_cases += 1
-                lookup_review = True
-        reviews["honest_flagged"] += honest_review
-        reviews["lookup_detected"] += lookup_review
-        reviews["honest_saved_by_score"] += saved_review
-    judged_cases = seeds * len(val_cases)
+            first, second = _copies_predicted(model, model_json, images[case], rng, work / "copies")
+            honest = _judged(frozen[case], first, second, truth[case])
+            judged[case] = (honest, _judged(truth[case], first, second, truth[case]))  # the lookup: labels stored
+        tally.review(judged)
+    rule = {"stable_dice": STABLE_DICE, "change_allowance_voxels": CHANGE_ALLOWANCE}
     return {
         "command": f"python benchmarks/stability_sweep.py --seeds {seeds} --fold {fold}",
-        "rule": {
-            "stable_dice": STABLE_DICE,
-            "change_allowance_voxels": CHANGE_ALLOWANCE,
-            "flicker_slack": FLICKER_SLACK,
-            "score_slack": SCORE_SLACK,
-        },
+        "rule": {**rule, "flicker_slack": FLICKER_SLACK, "score_slack": SCORE_SLACK},
         "fold": fold,
         "val_cases": val_cases,
         "seeds": seeds,
-        "judged_cases": judged_cases,
+        "judged_cases": seeds * len(val_cases),
         "seconds": round(time.perf_counter() - started, 1),
-        "honest": {
-            "flagged_cases": sum(honest_flags.values()),
-            "flagged_case_rate": sum(honest_flags.values()) / judged_cases,
-            "flagged_by_case": dict(honest_flags),
-            "flagged_reviews": reviews["honest_flagged"],
-            "false_rejection_rate": reviews["honest_flagged"] / seeds,
-            "cases_saved_by_the_score_rule_alone": sum(saved_by_score.values()),
-            "saved_by_the_score_rule_by_case": dict(saved_by_score),
-            "reviews_saved_by_the_score_rule_alone": reviews["honest_saved_by_score"],
-            "rule_that_let_each_label_through": dict(rules),
-        },
-        "lookup": {
-            "flagged_cases": lookup_flagged_cases,
-            "detected_reviews": reviews["lookup_detected"],
-            "detection_rate": reviews["lookup_detected"] / seeds,
-        },
+        **tally.result(seeds, len(val_cases)),
     }
 
 

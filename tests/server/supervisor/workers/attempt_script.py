@@ -18,7 +18,7 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from amid.server.demo_worker import MODEL_PY
+from amid.server.demo_model import MODEL_PY
 
 FOLD = 0
 COMMIT_MESSAGE = "Threshold model, fold 0 (written and committed by the CLI)"
